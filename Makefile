@@ -1,0 +1,23 @@
+# The two commands of the README. Everything else is CMake; this file only strings it together.
+BUILD ?= build
+CMAKE_FLAGS ?=
+
+.PHONY: demo test build deps configure clean
+
+demo: build
+	./$(BUILD)/bin/ferry-compile examples/mlp.fy
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j 2
+
+build: configure
+	cmake --build $(BUILD)
+
+configure: deps
+	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+
+deps:
+	@bash scripts/install-deps.sh
+
+clean:
+	rm -rf $(BUILD)

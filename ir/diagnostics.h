@@ -1,0 +1,76 @@
+// ir/diagnostics.h — source locations and diagnostics: {severity, code, location, message, notes, fixes}.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ferry {
+
+/// Where something came from: a builder call (`std::source_location`), a line of a `.fy`
+/// file, or an imported node. `line == 0` means unknown.
+struct Location {
+  std::string file;
+  int line = 0;
+  int col = 0;
+
+  bool known() const { return line > 0; }
+  /// "file:line:col", "file:line" when the column is unknown, "<unknown>" when nothing is.
+  std::string str() const;
+  bool operator==(const Location &) const = default;
+};
+
+enum class Severity { Note, Warning, Error };
+std::string_view severityName(Severity s);
+
+/// A note attached to a diagnostic; with a known location it renders as its own
+/// `file:line:col: note:` line, without one as an indented detail line.
+struct Note {
+  std::string message;
+  Location loc;
+};
+
+/// One finding of a pass. `code` is stable (tests and tools match on it), e.g. "parse",
+/// "shape", "dtype", "device". Messages start lower-case and have no final period.
+struct Diagnostic {
+  Severity severity = Severity::Error;
+  std::string code;
+  Location loc;
+  std::string message;
+  std::vector<Note> notes;
+  std::vector<std::string> fixes;
+
+  Diagnostic &note(std::string message, Location loc = {});
+  Diagnostic &fix(std::string message);
+};
+
+/// Collects every diagnostic of a run; passes report all errors, not only the first.
+class DiagnosticEngine {
+ public:
+  Diagnostic &error(std::string code, Location loc, std::string message);
+  Diagnostic &warning(std::string code, Location loc, std::string message);
+  Diagnostic &report(Diagnostic d);
+  void append(std::span<const Diagnostic> ds);
+
+  bool hasErrors() const { return errors_ > 0; }
+  int errorCount() const { return errors_; }
+  const std::vector<Diagnostic> &diagnostics() const { return diags_; }
+  std::vector<Diagnostic> take();
+
+ private:
+  std::vector<Diagnostic> diags_;
+  int errors_ = 0;
+};
+
+struct RenderOptions {
+  /// Print the offending source line and a caret under the column when the file is readable.
+  bool snippet = true;
+};
+
+/// clang-style text: `file:line:col: error: message [code]`, then notes and fixes.
+std::string renderText(const Diagnostic &d, const RenderOptions &options = {});
+std::string renderText(std::span<const Diagnostic> ds, const RenderOptions &options = {});
+/// A JSON array of objects {severity, code, file, line, col, message, notes[], fixes[]}.
+std::string renderJson(std::span<const Diagnostic> ds);
+
+}  // namespace ferry

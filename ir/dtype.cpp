@@ -1,0 +1,50 @@
+// ir/dtype.cpp — dtype names, sizes, categories and promotion.
+#include "ir/dtype.h"
+
+namespace ferry {
+
+namespace {
+struct DTypeRow {
+  std::string_view name;
+  size_t bytes;
+  DTypeCategory category;
+};
+constexpr DTypeRow kRows[] = {
+#define FERRY_X(e, name, bytes, cat) {name, bytes, DTypeCategory::cat},
+    FERRY_DTYPES(FERRY_X)
+#undef FERRY_X
+};
+const DTypeRow &row(DType t) { return kRows[static_cast<size_t>(t)]; }
+}  // namespace
+
+std::string_view dtypeName(DType t) { return row(t).name; }
+size_t dtypeSize(DType t) { return row(t).bytes; }
+DTypeCategory dtypeCategory(DType t) { return row(t).category; }
+
+std::optional<DType> parseDType(std::string_view s) {
+  for (DType t : kAllDTypes)
+    if (dtypeName(t) == s) return t;
+  return std::nullopt;
+}
+
+std::string_view dtypeNameList() { return "bool, u8, i8, i32, i64, f16, bf16, f32, f64"; }
+
+DType promoteTypes(DType a, DType b) {
+  if (a == b) return a;
+  DTypeCategory ca = dtypeCategory(a), cb = dtypeCategory(b);
+  if (ca != cb) return ca > cb ? a : b;  // the higher category wins whole: i64 + f16 -> f16
+  if (ca == DTypeCategory::Floating) {
+    // f16 and bf16 are incomparable; both fit in f32.
+    if ((a == DType::F16 && b == DType::BF16) || (a == DType::BF16 && b == DType::F16))
+      return DType::F32;
+    return dtypeSize(a) >= dtypeSize(b) ? a : b;
+  }
+  // Integers: u8 with a signed type needs a signed type wider than 8 bits.
+  if (a == DType::U8 || b == DType::U8) {
+    DType other = a == DType::U8 ? b : a;
+    return other == DType::I8 ? DType::I32 : other;
+  }
+  return dtypeSize(a) >= dtypeSize(b) ? a : b;
+}
+
+}  // namespace ferry

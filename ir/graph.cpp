@@ -1,0 +1,109 @@
+// ir/graph.cpp — construction and lookup of the IR.
+#include "ir/graph.h"
+
+#include "ir/status.h"
+
+namespace ferry {
+
+ValueId Graph::addValue(std::string name, TensorType type, ValueKind kind, int32_t def) {
+  FERRY_CHECK(!name.empty()) << "empty value name";
+  auto id = static_cast<ValueId>(values_.size());
+  auto [it, inserted] = byName_.emplace(name, id);
+  FERRY_CHECK(inserted) << "value name %" << name << " is taken";
+  values_.push_back(Value{id, std::move(name), std::move(type), kind, def, std::nullopt});
+  return id;
+}
+
+ValueId Graph::addInput(std::string name, TensorType type, Device device, Location loc) {
+  ValueId v = addValue(std::move(name), std::move(type), ValueKind::Input,
+                       static_cast<int32_t>(inputs_.size()));
+  values_[v].device = device;
+  inputs_.push_back(InputDecl{v, device, std::move(loc)});
+  return v;
+}
+
+ValueId Graph::addParam(std::string name, TensorData data, Initializer init,
+                        std::optional<Device> pin, Location loc) {
+  ValueId v = addValue(std::move(name), data.type(), ValueKind::Param,
+                       static_cast<int32_t>(params_.size()));
+  params_.push_back(ParamDecl{v, pin, std::move(init), std::move(data), std::move(loc)});
+  return v;
+}
+
+NodeId Graph::addNode(NodeSpec spec, std::string resultName, TensorType resultType) {
+  for (ValueId o : spec.operands)
+    FERRY_CHECK(o >= 0 && static_cast<size_t>(o) < values_.size()) << "operand id " << o;
+  auto id = static_cast<NodeId>(nodes_.size());
+  ValueId r = addValue(std::move(resultName), std::move(resultType), ValueKind::Result, id);
+  nodes_.push_back(Node{id, spec.op, std::move(spec.operands), r, std::move(spec.attrs),
+                        spec.pinDevice, spec.pinDType, std::move(spec.loc)});
+  order_.push_back(id);
+  return id;
+}
+
+void Graph::addOutput(ValueId value, std::optional<Device> pin, Location loc) {
+  FERRY_CHECK(value >= 0 && static_cast<size_t>(value) < values_.size()) << "output id " << value;
+  outputs_.push_back(OutputDecl{value, pin, std::move(loc)});
+}
+
+const Value &Graph::value(ValueId id) const {
+  FERRY_CHECK(id >= 0 && static_cast<size_t>(id) < values_.size()) << "value id " << id;
+  return values_[id];
+}
+
+Value &Graph::value(ValueId id) {
+  FERRY_CHECK(id >= 0 && static_cast<size_t>(id) < values_.size()) << "value id " << id;
+  return values_[id];
+}
+
+const Node &Graph::node(NodeId id) const {
+  FERRY_CHECK(id >= 0 && static_cast<size_t>(id) < nodes_.size()) << "node id " << id;
+  return nodes_[id];
+}
+
+Node &Graph::node(NodeId id) {
+  FERRY_CHECK(id >= 0 && static_cast<size_t>(id) < nodes_.size()) << "node id " << id;
+  return nodes_[id];
+}
+
+const Node *Graph::producer(ValueId v) const {
+  const Value &val = value(v);
+  return val.kind == ValueKind::Result ? &nodes_[val.def] : nullptr;
+}
+
+const ParamDecl &Graph::paramOf(ValueId v) const {
+  FERRY_CHECK(value(v).kind == ValueKind::Param) << "%" << value(v).name << " is not a param";
+  return params_[value(v).def];
+}
+
+const InputDecl &Graph::inputOf(ValueId v) const {
+  FERRY_CHECK(value(v).kind == ValueKind::Input) << "%" << value(v).name << " is not an input";
+  return inputs_[value(v).def];
+}
+
+std::optional<ValueId> Graph::findValue(std::string_view name) const {
+  auto it = byName_.find(std::string(name));
+  if (it == byName_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string Graph::uniqueName(std::string_view hint) const {
+  if (hint.empty()) {
+    while (hasValue(std::to_string(nextNumber_))) ++nextNumber_;
+    return std::to_string(nextNumber_++);
+  }
+  if (!hasValue(hint)) return std::string(hint);
+  for (int i = 1;; ++i) {
+    std::string candidate = std::string(hint) + "." + std::to_string(i);
+    if (!hasValue(candidate)) return candidate;
+  }
+}
+
+void Graph::rename(ValueId v, std::string name) {
+  FERRY_CHECK(!hasValue(name)) << "value name %" << name << " is taken";
+  byName_.erase(value(v).name);
+  byName_.emplace(name, v);
+  values_[v].name = std::move(name);
+}
+
+}  // namespace ferry

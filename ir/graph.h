@@ -1,0 +1,145 @@
+// ir/graph.h — the IR: SSA values, nodes, and the graph that owns them in topological order.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/attrs.h"
+#include "ir/device.h"
+#include "ir/diagnostics.h"
+#include "ir/ops.h"
+#include "ir/tensor_data.h"
+#include "ir/types.h"
+
+namespace ferry {
+
+using ValueId = int32_t;
+using NodeId = int32_t;
+
+enum class ValueKind : uint8_t { Input, Param, Result };
+
+/// An SSA tensor. `device` is unset until placement decides it (inputs: their declared device).
+struct Value {
+  ValueId id = -1;
+  std::string name;  ///< unique in the graph, printed as %name
+  TensorType type;
+  ValueKind kind = ValueKind::Result;
+  int32_t def = -1;  ///< Input: index in inputs(); Param: index in params(); Result: NodeId
+  std::optional<Device> device;
+};
+
+/// How a param's data was written, so that printing writes the same initializer back.
+struct Initializer {
+  enum class Kind : uint8_t { Data, Zeros, Ones, Randn, Npy };
+  Kind kind = Kind::Data;
+  uint64_t seed = 0;  ///< Randn
+  std::string path;   ///< Npy: as written, relative to the model file's folder
+};
+
+struct InputDecl {
+  ValueId value;
+  Device device;  ///< where the input arrives (a pin)
+  Location loc;
+};
+
+struct ParamDecl {
+  ValueId value;
+  std::optional<Device> pin;
+  Initializer init;
+  TensorData data;  ///< always materialised, of the value's type
+  Location loc;
+};
+
+struct OutputDecl {
+  ValueId value;
+  std::optional<Device> pin;
+  Location loc;
+};
+
+/// One operation. Attributes are complete and in the op's schema order (makeAttrs).
+struct Node {
+  NodeId id = -1;
+  OpKind op;
+  std::vector<ValueId> operands;
+  ValueId result = -1;
+  Attrs attrs;
+  std::optional<Device> pinDevice;  ///< user pin: run on this device
+  std::optional<DType> pinDType;    ///< user pin: compute in this dtype
+  Location loc;
+
+  const OpInfo &info() const { return opInfo(op); }
+};
+
+/// What a new node is; its result value is created by Graph::addNode.
+struct NodeSpec {
+  OpKind op;
+  std::vector<ValueId> operands;
+  Attrs attrs;
+  std::optional<Device> pinDevice;
+  std::optional<DType> pinDType;
+  Location loc;
+};
+
+/// Owns values and nodes (stable integer ids, never reused) and keeps nodes in a topological
+/// order; iteration is deterministic. Construction methods check invariants with FERRY_CHECK:
+/// callers validate user input (names, operands, types) first and report it as diagnostics.
+class Graph {
+ public:
+  explicit Graph(std::string name = "main") : name_(std::move(name)) {}
+
+  const std::string &name() const { return name_; }
+  void setName(std::string name) { name_ = std::move(name); }
+
+  ValueId addInput(std::string name, TensorType type, Device device, Location loc);
+  ValueId addParam(std::string name, TensorData data, Initializer init, std::optional<Device> pin,
+                   Location loc);
+  /// Appends `spec` at the end of the order; its operands must already be defined.
+  NodeId addNode(NodeSpec spec, std::string resultName, TensorType resultType);
+  void addOutput(ValueId value, std::optional<Device> pin, Location loc);
+
+  const Value &value(ValueId id) const;
+  Value &value(ValueId id);
+  const Node &node(NodeId id) const;
+  Node &node(NodeId id);
+  /// The node producing `v`, or nullptr for inputs and params.
+  const Node *producer(ValueId v) const;
+  const ParamDecl &paramOf(ValueId v) const;  ///< `v` must be a param
+  const InputDecl &inputOf(ValueId v) const;  ///< `v` must be an input
+
+  /// Nodes in topological order.
+  std::span<const NodeId> order() const { return order_; }
+  std::span<const InputDecl> inputs() const { return inputs_; }
+  std::span<const ParamDecl> params() const { return params_; }
+  std::span<ParamDecl> params() { return params_; }
+  std::span<const OutputDecl> outputs() const { return outputs_; }
+  size_t valueCount() const { return values_.size(); }
+  size_t nodeCount() const { return nodes_.size(); }
+
+  std::optional<ValueId> findValue(std::string_view name) const;
+  bool hasValue(std::string_view name) const { return findValue(name).has_value(); }
+  /// `hint` if no value has that name yet, else `hint.1`, `hint.2`, ...; an empty hint gives
+  /// the next free number ("0", "1", ...).
+  std::string uniqueName(std::string_view hint) const;
+  /// Renames `v`; `name` must be free.
+  void rename(ValueId v, std::string name);
+
+ private:
+  ValueId addValue(std::string name, TensorType type, ValueKind kind, int32_t def);
+
+  std::string name_;
+  std::vector<Value> values_;
+  std::vector<Node> nodes_;
+  std::vector<NodeId> order_;
+  std::vector<InputDecl> inputs_;
+  std::vector<ParamDecl> params_;
+  std::vector<OutputDecl> outputs_;
+  std::unordered_map<std::string, ValueId> byName_;  // lookup only, never iterated
+  mutable int64_t nextNumber_ = 0;
+};
+
+}  // namespace ferry

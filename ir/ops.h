@@ -1,0 +1,134 @@
+// ir/ops.h — the op table's types and lookups; the rows themselves are in ir/ops.def.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "ir/attrs.h"
+#include "ir/status.h"
+#include "ir/types.h"
+
+namespace ferry {
+
+enum class OpKind : uint16_t {
+#define FERRY_OP(e, name, operands, rule, accepts, infer, cost, attrs) e,
+#include "ir/ops.def"
+#undef FERRY_OP
+};
+
+/// How an op's result dtype follows from its data operands' dtypes.
+enum class DTypeRule : uint8_t {
+  Keep,          ///< the first operand's dtype
+  Promote,       ///< promoteTypes over the data operands
+  PromoteFloat,  ///< promoteTypes, then bool/integer -> f32 (torch.exp(int) is float)
+  Compare,       ///< operands promoted to a common type; result bool
+  SumInt,        ///< bool/integer -> i64, floats keep theirs (torch.sum)
+  FromAttr,      ///< from an attribute (cast: `to`, constant: its value's dtype)
+};
+
+/// Which dtypes an op's data operands may have.
+enum class Accepts : uint8_t {
+  Any,      ///< every dtype
+  Numeric,  ///< all but bool
+  Float,    ///< f16, bf16, f32, f64
+};
+
+enum class OperandRole : uint8_t { Data, Bool, Index };
+
+struct OperandSpec {
+  std::string name;
+  OperandRole role = OperandRole::Data;
+  bool optional = false;
+  bool variadic = false;
+};
+
+struct AttrSpec {
+  std::string name;
+  AttrKind kind;
+  bool required = false;
+  AttrValue defaultValue;  ///< meaningful when !required
+};
+
+struct OpInfo;
+
+/// What a shape rule sees: the op, its operands' types, its complete attributes.
+struct InferArgs {
+  const OpInfo &op;
+  std::span<const TensorType> operands;
+  const Attrs &attrs;
+};
+/// Why a node's type cannot be inferred: code "shape" or "dtype", and a message naming the
+/// operands and the values involved.
+struct InferError {
+  std::string code;
+  std::string message;
+};
+using InferResult = std::variant<TensorType, InferError>;
+using InferFn = InferResult (*)(const InferArgs &);
+
+/// Floating-point operations and bytes read + written by one execution.
+struct OpCost {
+  double flops = 0;
+  double bytes = 0;
+};
+using CostFn = OpCost (*)(const InferArgs &args, const TensorType &result);
+
+struct OpInfo {
+  OpKind kind;
+  std::string_view name;
+  std::vector<OperandSpec> operands;
+  int minOperands = 0;
+  int maxOperands = 0;  ///< -1: variadic
+  DTypeRule dtypeRule;
+  Accepts accepts;
+  InferFn infer;
+  CostFn cost;
+  std::vector<AttrSpec> attrs;
+
+  /// Index of attribute `name` in `attrs`, or -1.
+  int attrIndex(std::string_view name) const;
+  /// The spec of operand `i` (the variadic spec repeats).
+  const OperandSpec &operand(size_t i) const;
+};
+
+const OpInfo &opInfo(OpKind k);
+std::span<const OpInfo> allOps();
+/// Looks an op up by its `.fy` name ("linear"); nullptr when there is none.
+const OpInfo *findOp(std::string_view name);
+
+bool acceptsDType(Accepts a, DType t);
+/// "any dtype", "a non-bool dtype", "a floating dtype" — for error messages.
+std::string_view acceptsDescription(Accepts a);
+
+/// Checks user-written attributes against `op`'s schema and completes them with defaults:
+/// unknown names, duplicates, missing required ones and wrong kinds are errors (at `loc`);
+/// an int is widened where a float is expected.
+Expected<Attrs> makeAttrs(const OpInfo &op, std::span<const NamedAttr> given, const Location &loc);
+
+/// Flops and bytes of one execution of `op` with these operand and result types.
+OpCost opCost(const OpInfo &op, std::span<const TensorType> operands, const Attrs &attrs,
+              const TensorType &result);
+
+/// The complete result type of `op` on `operands` (arity, accepted dtypes, operand roles and
+/// the op's shape rule), or why not.
+InferResult inferType(const OpInfo &op, std::span<const TensorType> operands, const Attrs &attrs);
+
+/// The dtype `op`'s rule gives for data operands `data` (at least one for all rules but
+/// FromAttr, which callers handle).
+DType ruleDType(DTypeRule rule, std::span<const DType> data);
+
+// Typed attribute access by name; a missing name or wrong kind is a bug (FERRY_CHECK).
+const AttrValue &attr(const OpInfo &op, const Attrs &attrs, std::string_view name);
+int64_t attrInt(const OpInfo &op, const Attrs &attrs, std::string_view name);
+double attrFloat(const OpInfo &op, const Attrs &attrs, std::string_view name);
+bool attrBool(const OpInfo &op, const Attrs &attrs, std::string_view name);
+const std::vector<int64_t> &attrInts(const OpInfo &op, const Attrs &attrs, std::string_view name);
+const std::string &attrString(const OpInfo &op, const Attrs &attrs, std::string_view name);
+DType attrDType(const OpInfo &op, const Attrs &attrs, std::string_view name);
+Device attrDevice(const OpInfo &op, const Attrs &attrs, std::string_view name);
+const TensorData &attrTensor(const OpInfo &op, const Attrs &attrs, std::string_view name);
+
+}  // namespace ferry

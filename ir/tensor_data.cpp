@@ -1,0 +1,177 @@
+// ir/tensor_data.cpp — host tensors, element conversion, and ferry's seeded generator.
+#include "ir/tensor_data.h"
+
+#include <Eigen/Core>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numbers>
+
+#include "ir/status.h"
+
+namespace ferry {
+
+namespace {
+
+template <class T>
+T load(const std::byte *p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <class T>
+void store(std::byte *p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// Truncate toward zero, saturate at the range of I, NaN -> 0.
+template <class I>
+I saturate(double v) {
+  if (std::isnan(v)) return 0;
+  double t = std::trunc(v);
+  if (t <= static_cast<double>(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
+  // For i64 the max is not representable in double; anything >= 2^63 saturates.
+  if (t >= std::ldexp(1.0, std::numeric_limits<I>::digits)) return std::numeric_limits<I>::max();
+  return static_cast<I>(t);
+}
+
+// splitmix64: tiny, fast, and fully specified, so seeds mean the same thing everywhere.
+uint64_t splitmix64(uint64_t &state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Uniform in (0, 1]: 53 random bits, never 0 so that log() is finite.
+double uniform01(uint64_t &state) {
+  return (static_cast<double>(splitmix64(state) >> 11) + 1.0) * 0x1.0p-53;
+}
+
+}  // namespace
+
+double loadDouble(DType t, const std::byte *p) {
+  switch (t) {
+    case DType::Bool: return load<uint8_t>(p) != 0 ? 1.0 : 0.0;
+    case DType::U8: return load<uint8_t>(p);
+    case DType::I8: return load<int8_t>(p);
+    case DType::I32: return load<int32_t>(p);
+    case DType::I64: return static_cast<double>(load<int64_t>(p));
+    case DType::F16: return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(load<uint16_t>(p)));
+    case DType::BF16:
+      return static_cast<float>(Eigen::numext::bit_cast<Eigen::bfloat16>(load<uint16_t>(p)));
+    case DType::F32: return load<float>(p);
+    case DType::F64: return load<double>(p);
+  }
+  return 0;
+}
+
+void storeDouble(DType t, std::byte *p, double v) {
+  switch (t) {
+    case DType::Bool: store<uint8_t>(p, v != 0 ? 1 : 0); return;  // NaN != 0: true, as C++/torch
+    case DType::U8: store<uint8_t>(p, saturate<uint8_t>(v)); return;
+    case DType::I8: store<int8_t>(p, saturate<int8_t>(v)); return;
+    case DType::I32: store<int32_t>(p, saturate<int32_t>(v)); return;
+    case DType::I64: store<int64_t>(p, saturate<int64_t>(v)); return;
+    // Through f32 first: double -> f32 -> f16 can double-round, but only for values within
+    // 2^-24 relative of a tie, which ferry's kernels (computing in f32) produce alike.
+    case DType::F16:
+      store<uint16_t>(p, Eigen::numext::bit_cast<uint16_t>(Eigen::half(static_cast<float>(v))));
+      return;
+    case DType::BF16:
+      store<uint16_t>(p,
+                      Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(static_cast<float>(v))));
+      return;
+    case DType::F32: store<float>(p, static_cast<float>(v)); return;
+    case DType::F64: store<double>(p, v); return;
+  }
+}
+
+TensorData::TensorData(DType dtype, Shape shape)
+    : type_{dtype, std::move(shape)},
+      bytes_(std::make_shared<std::vector<std::byte>>(type_.byteSize())) {
+  for (int64_t d : type_.shape) FERRY_CHECK(d >= 0) << "negative dim in " << type_.str();
+}
+
+TensorData TensorData::full(DType dtype, Shape shape, double value) {
+  TensorData t(dtype, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, value);
+  return t;
+}
+
+TensorData TensorData::fromDoubles(DType dtype, Shape shape, std::span<const double> values) {
+  TensorData t(dtype, std::move(shape));
+  FERRY_CHECK(static_cast<int64_t>(values.size()) == t.numel())
+      << values.size() << " values for " << t.type().str();
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, values[i]);
+  return t;
+}
+
+TensorData TensorData::randn(DType dtype, Shape shape, uint64_t seed) {
+  TensorData t(dtype, std::move(shape));
+  uint64_t state = seed;
+  for (int64_t i = 0; i < t.numel(); i += 2) {
+    // Box-Muller: two independent normals from two uniforms.
+    double r = std::sqrt(-2.0 * std::log(uniform01(state)));
+    double theta = 2.0 * std::numbers::pi * uniform01(state);
+    t.set(i, r * std::cos(theta));
+    if (i + 1 < t.numel()) t.set(i + 1, r * std::sin(theta));
+  }
+  return t;
+}
+
+TensorData TensorData::clone() const {
+  TensorData t(type_.dtype, type_.shape);
+  *t.bytes_ = *bytes_;
+  return t;
+}
+
+double TensorData::at(int64_t i) const {
+  FERRY_CHECK(i >= 0 && i < numel()) << "index " << i << " of " << type_.str();
+  return loadDouble(type_.dtype, bytes_->data() + i * dtypeSize(type_.dtype));
+}
+
+void TensorData::set(int64_t i, double v) {
+  FERRY_CHECK(i >= 0 && i < numel()) << "index " << i << " of " << type_.str();
+  storeDouble(type_.dtype, bytes_->data() + i * dtypeSize(type_.dtype), v);
+}
+
+std::vector<double> TensorData::toDoubles() const {
+  std::vector<double> v(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) v[i] = at(i);
+  return v;
+}
+
+int64_t TensorData::atInt(int64_t i) const {
+  FERRY_CHECK(i >= 0 && i < numel()) << "index " << i << " of " << type_.str();
+  const std::byte *p = bytes_->data() + i * dtypeSize(type_.dtype);
+  switch (type_.dtype) {
+    case DType::Bool: return load<uint8_t>(p) != 0;
+    case DType::U8: return load<uint8_t>(p);
+    case DType::I8: return load<int8_t>(p);
+    case DType::I32: return load<int32_t>(p);
+    case DType::I64: return load<int64_t>(p);
+    default: FERRY_CHECK(false) << "atInt on " << dtypeName(type_.dtype);
+  }
+  return 0;
+}
+
+void TensorData::setInt(int64_t i, int64_t v) {
+  FERRY_CHECK(i >= 0 && i < numel()) << "index " << i << " of " << type_.str();
+  std::byte *p = bytes_->data() + i * dtypeSize(type_.dtype);
+  switch (type_.dtype) {
+    case DType::Bool: store<uint8_t>(p, v != 0); return;
+    case DType::U8: store<uint8_t>(p, static_cast<uint8_t>(v)); return;
+    case DType::I8: store<int8_t>(p, static_cast<int8_t>(v)); return;
+    case DType::I32: store<int32_t>(p, static_cast<int32_t>(v)); return;
+    case DType::I64: store<int64_t>(p, v); return;
+    default: FERRY_CHECK(false) << "setInt on " << dtypeName(type_.dtype);
+  }
+}
+
+bool TensorData::operator==(const TensorData &other) const {
+  return type_ == other.type_ && *bytes_ == *other.bytes_;
+}
+
+}  // namespace ferry

@@ -1,0 +1,62 @@
+// ir/tensor_data.h — a tensor's bytes on the host: param weights, constants, interpreter values.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "ir/types.h"
+
+namespace ferry {
+
+/// Dense row-major host tensor with shared, immutable-by-convention storage (copies share bytes;
+/// use clone() before writing to a tensor someone else may hold).
+class TensorData {
+ public:
+  TensorData() : TensorData(DType::F32, {}) {}
+  /// Zero-filled.
+  TensorData(DType dtype, Shape shape);
+
+  static TensorData zeros(DType dtype, Shape shape) { return TensorData(dtype, std::move(shape)); }
+  static TensorData full(DType dtype, Shape shape, double value);
+  /// Each value converted to `dtype` as `storeDouble` does; values.size() must equal numel.
+  static TensorData fromDoubles(DType dtype, Shape shape, std::span<const double> values);
+  /// Standard normal samples from ferry's own generator (splitmix64 + Box-Muller), so a given
+  /// seed yields the same weights on every platform and compiler, forever.
+  static TensorData randn(DType dtype, Shape shape, uint64_t seed);
+
+  DType dtype() const { return type_.dtype; }
+  const Shape &shape() const { return type_.shape; }
+  const TensorType &type() const { return type_; }
+  int64_t numel() const { return type_.numel(); }
+  size_t byteSize() const { return bytes_->size(); }
+
+  std::span<const std::byte> bytes() const { return *bytes_; }
+  std::span<std::byte> mutableBytes() { return *bytes_; }
+  /// A deep copy with its own storage.
+  TensorData clone() const;
+
+  /// Element `i` (row-major) converted to double.
+  double at(int64_t i) const;
+  void set(int64_t i, double v);
+  std::vector<double> toDoubles() const;
+  /// Exact access to bool/integer elements (no trip through double); FERRY_CHECKs the dtype.
+  int64_t atInt(int64_t i) const;
+  void setInt(int64_t i, int64_t v);
+
+  /// Same dtype, shape and bytes.
+  bool operator==(const TensorData &other) const;
+
+ private:
+  TensorType type_;
+  std::shared_ptr<std::vector<std::byte>> bytes_;
+};
+
+/// Reads one element of dtype `t` at `p` as double.
+double loadDouble(DType t, const std::byte *p);
+/// Writes `v` as dtype `t` at `p`. Floats round to nearest even (f16/bf16 via Eigen). Integers
+/// truncate toward zero and saturate at the type's range; NaN becomes 0. bool is `v != 0`.
+void storeDouble(DType t, std::byte *p, double v);
+
+}  // namespace ferry

@@ -1,0 +1,125 @@
+// ir/verifier.cpp — checks every structural and type invariant of a graph, reporting all
+// violations. Safe on any graph: it never follows an id before checking it.
+#include "ir/verifier.h"
+
+#include <unordered_set>
+
+
+namespace ferry {
+
+namespace {
+
+std::string ref(const Graph &g, ValueId v) { return "%" + g.value(v).name; }
+
+void checkAttrs(const Node &n, DiagnosticEngine &diags) {
+  const OpInfo &op = n.info();
+  if (n.attrs.size() != op.attrs.size()) {
+    diags.error("verify", n.loc,
+                "'" + std::string(op.name) + "' has " + std::to_string(n.attrs.size()) +
+                    " attribute values, its schema " + std::to_string(op.attrs.size()));
+    return;
+  }
+  for (size_t i = 0; i < op.attrs.size(); ++i) {
+    if (attrKind(n.attrs[i]) != op.attrs[i].kind)
+      diags.error("verify", n.loc,
+                  "attribute '" + op.attrs[i].name + "' of '" + std::string(op.name) + "' is " +
+                      std::string(attrKindName(attrKind(n.attrs[i]))) + ", expected " +
+                      std::string(attrKindName(op.attrs[i].kind)));
+  }
+}
+
+}  // namespace
+
+Status verify(const Graph &g) {
+  DiagnosticEngine diags;
+  const auto valueCount = static_cast<ValueId>(g.valueCount());
+  std::vector<bool> defined(g.valueCount(), false);
+  std::unordered_set<std::string> names;  // membership only
+
+  for (ValueId v = 0; v < valueCount; ++v) {
+    const Value &val = g.value(v);
+    if (val.name.empty()) diags.error("verify", {}, "value #" + std::to_string(v) + " has no name");
+    if (!names.insert(val.name).second)
+      diags.error("verify", {}, "value name %" + val.name + " is used twice");
+    for (int64_t d : val.type.shape)
+      if (d < 0) diags.error("verify", {}, ref(g, v) + " has a negative dim: " + val.type.str());
+  }
+  for (const InputDecl &in : g.inputs()) {
+    if (in.value < 0 || in.value >= valueCount) {
+      diags.error("verify", in.loc, "input refers to no value");
+      continue;
+    }
+    defined[in.value] = true;
+    if (g.value(in.value).device && *g.value(in.value).device != in.device)
+      diags.error("verify", in.loc,
+                  "input " + ref(g, in.value) + " is declared on " + in.device.str() +
+                      " but its value is on " + g.value(in.value).device->str());
+  }
+  for (const ParamDecl &p : g.params()) {
+    if (p.value < 0 || p.value >= valueCount) {
+      diags.error("verify", p.loc, "param refers to no value");
+      continue;
+    }
+    defined[p.value] = true;
+    if (p.data.type() != g.value(p.value).type)
+      diags.error("verify", p.loc,
+                  "param " + ref(g, p.value) + " is typed " + g.value(p.value).type.str() +
+                      " but its data is " + p.data.type().str());
+  }
+
+  for (NodeId id : g.order()) {
+    if (id < 0 || static_cast<size_t>(id) >= g.nodeCount()) {
+      diags.error("verify", {}, "order refers to node #" + std::to_string(id) + ", which is not");
+      continue;
+    }
+    const Node &n = g.node(id);
+    const std::string opName(n.info().name);
+    bool operandsOk = true;
+    std::vector<TensorType> types;
+    for (size_t i = 0; i < n.operands.size(); ++i) {
+      ValueId o = n.operands[i];
+      if (o < 0 || o >= valueCount) {
+        diags.error("verify", n.loc, "operand " + std::to_string(i) + " of '" + opName +
+                                         "' refers to no value");
+        operandsOk = false;
+        continue;
+      }
+      if (!defined[o]) {
+        diags.error("verify", n.loc, "operand " + std::to_string(i) + " of '" + opName + "' " +
+                                         ref(g, o) + " is used before it is defined");
+        operandsOk = false;
+      }
+      types.push_back(g.value(o).type);
+    }
+    if (n.result < 0 || n.result >= valueCount || g.value(n.result).def != id ||
+        g.value(n.result).kind != ValueKind::Result) {
+      diags.error("verify", n.loc, "'" + opName + "' has no result value of its own");
+      continue;
+    }
+    if (defined[n.result]) {
+      diags.error("verify", n.loc, ref(g, n.result) + " is defined twice");
+      continue;
+    }
+    defined[n.result] = true;
+    checkAttrs(n, diags);
+    if (!operandsOk || n.attrs.size() != n.info().attrs.size()) continue;
+    InferResult r = inferType(n.info(), types, n.attrs);
+    if (const auto *err = std::get_if<InferError>(&r)) {
+      diags.error(err->code, n.loc, err->message);
+    } else if (std::get<TensorType>(r) != g.value(n.result).type) {
+      diags.error("verify", n.loc,
+                  ref(g, n.result) + " is typed " + g.value(n.result).type.str() + " but '" +
+                      opName + "' gives " + std::get<TensorType>(r).str());
+    }
+  }
+
+  if (g.outputs().empty()) diags.error("verify", {}, "graph '" + g.name() + "' has no outputs");
+  for (const OutputDecl &out : g.outputs()) {
+    if (out.value < 0 || out.value >= valueCount || !defined[out.value])
+      diags.error("verify", out.loc, "output refers to an undefined value");
+  }
+  if (diags.hasErrors()) return Status(diags.take());
+  return {};
+}
+
+}  // namespace ferry

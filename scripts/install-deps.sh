@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# scripts/install-deps.sh — install the Debian packages ferry needs to build and test.
+# Idempotent: asks apt only for what is missing and prints nothing when all is there.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config   # toolchain
+  libgtest-dev libgmock-dev          # tests
+  libbenchmark-dev                   # bench/
+  libcli11-dev                       # command lines of the tools
+  libeigen3-dev                      # f16/bf16 conversions, CPU kernels
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -111,6 +111,7 @@ class Builder {
     Scope(Builder *b, bool device) : b_(b), device_(device) {}
     Builder *b_;
     bool device_;
+    size_t depth_ = 0;  ///< open scopes of the builder below this one (checks LIFO order)
   };
   Scope on(Device device);
   /// While the returned scope lives, new nodes are pinned to compute in `dtype`.

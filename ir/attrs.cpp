@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "ir/lexer.h"
+
 namespace ferry {
 
 std::string_view attrKindName(AttrKind k) {
@@ -33,15 +35,6 @@ std::string floatStr(double v) {
 
 namespace {
 
-std::string quoted(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string tensorStr(const TensorData &t) {
   std::string s = t.type().str() + "{";
   for (int64_t i = 0; i < t.numel(); ++i) {
@@ -70,7 +63,7 @@ std::string attrValueStr(const AttrValue &v) {
       for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + std::to_string(xs[i]);
       return s + "]";
     }
-    case AttrKind::String: return quoted(std::get<std::string>(v));
+    case AttrKind::String: return fy::quoteString(std::get<std::string>(v));
     case AttrKind::DType: return std::string(dtypeName(std::get<DType>(v)));
     case AttrKind::Device: return std::get<Device>(v).str();
     case AttrKind::Tensor: return tensorStr(std::get<TensorData>(v));

@@ -12,6 +12,9 @@ namespace ferry {
 struct ParseOptions {
   /// Folder that `npy("w.npy")` paths are relative to; empty: the current directory.
   std::string baseDir;
+  /// A param or tensor literal larger than this is an error (code "limit"), so that a typo in a
+  /// shape cannot make the parser allocate without bound.
+  int64_t maxParamBytes = int64_t{1} << 32;
 };
 
 /// Parses one `graph NAME { ... }`. Every node's type is inferred; a type written in the text

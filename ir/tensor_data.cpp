@@ -25,6 +25,13 @@ void store(std::byte *p, T v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+// Stores an integer the caller has range-checked; a value out of range is a bug.
+template <class T>
+void storeInRange(std::byte *p, int64_t v, int64_t lo, int64_t hi) {
+  FERRY_CHECK(v >= lo && v <= hi) << v << " is out of range [" << lo << ", " << hi << "]";
+  store<T>(p, static_cast<T>(v));
+}
+
 // Truncate toward zero, saturate at the range of I, NaN -> 0.
 template <class I>
 I saturate(double v) {
@@ -161,10 +168,13 @@ void TensorData::setInt(int64_t i, int64_t v) {
   FERRY_CHECK(i >= 0 && i < numel()) << "index " << i << " of " << type_.str();
   std::byte *p = bytes_->data() + i * dtypeSize(type_.dtype);
   switch (type_.dtype) {
-    case DType::Bool: store<uint8_t>(p, v != 0); return;
-    case DType::U8: store<uint8_t>(p, static_cast<uint8_t>(v)); return;
-    case DType::I8: store<int8_t>(p, static_cast<int8_t>(v)); return;
-    case DType::I32: store<int32_t>(p, static_cast<int32_t>(v)); return;
+    case DType::Bool: storeInRange<uint8_t>(p, v, 0, 1); return;
+    case DType::U8: storeInRange<uint8_t>(p, v, 0, 255); return;
+    case DType::I8: storeInRange<int8_t>(p, v, -128, 127); return;
+    case DType::I32:
+      storeInRange<int32_t>(p, v, std::numeric_limits<int32_t>::min(),
+                            std::numeric_limits<int32_t>::max());
+      return;
     case DType::I64: store<int64_t>(p, v); return;
     default: FERRY_CHECK(false) << "setInt on " << dtypeName(type_.dtype);
   }

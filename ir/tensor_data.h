@@ -41,7 +41,8 @@ class TensorData {
   double at(int64_t i) const;
   void set(int64_t i, double v);
   std::vector<double> toDoubles() const;
-  /// Exact access to bool/integer elements (no trip through double); FERRY_CHECKs the dtype.
+  /// Exact access to bool/integer elements (no trip through double). setInt requires `v` to be
+  /// in the dtype's range (callers validate user values; FERRY_CHECK).
   int64_t atInt(int64_t i) const;
   void setInt(int64_t i, int64_t v);
 

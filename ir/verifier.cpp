@@ -11,21 +11,25 @@ namespace {
 
 std::string ref(const Graph &g, ValueId v) { return "%" + g.value(v).name; }
 
-void checkAttrs(const Node &n, DiagnosticEngine &diags) {
+// Reports attribute lists that do not match the schema; true when they do.
+bool checkAttrs(const Node &n, DiagnosticEngine &diags) {
   const OpInfo &op = n.info();
   if (n.attrs.size() != op.attrs.size()) {
     diags.error("verify", n.loc,
                 "'" + std::string(op.name) + "' has " + std::to_string(n.attrs.size()) +
                     " attribute values, its schema " + std::to_string(op.attrs.size()));
-    return;
+    return false;
   }
+  bool ok = true;
   for (size_t i = 0; i < op.attrs.size(); ++i) {
-    if (attrKind(n.attrs[i]) != op.attrs[i].kind)
-      diags.error("verify", n.loc,
+    if (attrKind(n.attrs[i]) == op.attrs[i].kind) continue;
+    ok = false;
+    diags.error("verify", n.loc,
                   "attribute '" + op.attrs[i].name + "' of '" + std::string(op.name) + "' is " +
                       std::string(attrKindName(attrKind(n.attrs[i]))) + ", expected " +
                       std::string(attrKindName(op.attrs[i].kind)));
   }
+  return ok;
 }
 
 }  // namespace
@@ -101,8 +105,8 @@ Status verify(const Graph &g) {
       continue;
     }
     defined[n.result] = true;
-    checkAttrs(n, diags);
-    if (!operandsOk || n.attrs.size() != n.info().attrs.size()) continue;
+    // The shape rule may only run on operands and attributes it can trust.
+    if (!checkAttrs(n, diags) || !operandsOk) continue;
     InferResult r = inferType(n.info(), types, n.attrs);
     if (const auto *err = std::get_if<InferError>(&r)) {
       diags.error(err->code, n.loc, err->message);

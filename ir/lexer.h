@@ -1,0 +1,64 @@
+// ir/lexer.h — splits one line of `.fy` text into tokens (the parser works line by line).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/diagnostics.h"
+
+namespace ferry::fy {
+
+enum class Tok : uint8_t {
+  Ident,   ///< [A-Za-z_][A-Za-z0-9_.]*: keywords, op names, dtypes, devices, true/false/inf/nan
+  Value,   ///< %name; `text` is the name without '%'
+  Int,     ///< [+-]?[0-9]+ (range-checked where it is used)
+  Float,   ///< a decimal with '.' or an exponent, or [+-](inf|nan)
+  String,  ///< "..." with escapes \" \\ \n \t \r \xHH; `str` holds the decoded contents
+  LBrace,
+  RBrace,
+  LParen,
+  RParen,
+  LBracket,
+  RBracket,
+  Comma,
+  Colon,
+  Equal,
+  At,
+  Comment,  ///< '#' to the end of the line; `text` is what follows the '#'
+  End,      ///< end of the line
+  Error,    ///< a malformed lexeme; `str` says why. Always the last token.
+};
+
+struct Token {
+  Tok kind = Tok::End;
+  std::string_view text;  ///< the source text (see Tok for Value and Comment)
+  std::string str;        ///< String: decoded contents; Error: the message
+  int col = 1;            ///< 1-based byte column
+};
+
+/// The tokens of `line` (no newline in it), ending with End, or with Error at the first
+/// malformed lexeme (unknown or non-UTF-8 bytes, bad numbers, unterminated strings). Linear
+/// in the line's length; tokens view `line`, which must outlive them.
+std::vector<Token> tokenizeLine(std::string_view line);
+
+/// How a token is shown in a message: `'linear'`, `'%x'`, `end of line`, `"str"`.
+std::string describeToken(const Token &t);
+
+/// `c` for a message: 'x' when printable ASCII, else e.g. byte 0x93.
+std::string describeChar(char c);
+
+/// The value of an Int token's text; nullopt when it does not fit in int64.
+std::optional<int64_t> intValue(std::string_view text);
+/// The value of an Int or Float token's text (inf, nan included); nullopt when a finite literal
+/// is out of the range of double.
+std::optional<double> floatValue(std::string_view text);
+/// `s` as a `.fy` string literal that the lexer reads back as `s`: quotes, with \" \\ \n \t \r
+/// escaped, and \xHH for other control bytes and bytes that are not UTF-8.
+std::string quoteString(std::string_view s);
+/// A comment that is exactly a location `PATH:LINE[:COL]` (no spaces, LINE > 0), else nullopt.
+std::optional<Location> locationComment(std::string_view text);
+
+}  // namespace ferry::fy

@@ -1,0 +1,282 @@
+// tests/ir/parser_test.cpp — what the `.fy` parser builds: types, pins, params, attributes,
+// locations, outputs, files; and that it reports every error of a text without cascades.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "ir/npy.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+
+namespace ferry {
+namespace {
+
+namespace fs = std::filesystem;
+
+Graph parseOk(std::string_view text, const ParseOptions &options = {}) {
+  Expected<Graph> g = parseGraph(text, "t.fy", options);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return g.ok() ? std::move(g).value() : Graph();
+}
+
+std::vector<Diagnostic> parseErrors(std::string_view text, const ParseOptions &options = {}) {
+  Expected<Graph> g = parseGraph(text, "t.fy", options);
+  EXPECT_FALSE(g.ok()) << "parsed:\n" << printGraph(*g);
+  return g.ok() ? std::vector<Diagnostic>{} : g.status().diagnostics();
+}
+
+std::string wrap(std::string_view body) {
+  return "graph g {\n  input %x : f32[2,3]\n" + std::string(body) + "\n}\n";
+}
+
+TEST(Parser, ExampleMlpInfersTypes) {
+  Expected<Graph> g = parseFile(FERRY_SOURCE_DIR "/examples/mlp.fy");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->name(), "mlp");
+  ASSERT_TRUE(g->findValue("h"));
+  EXPECT_EQ(g->value(*g->findValue("h")).type.str(), "f32[32,256]");
+  EXPECT_EQ(g->value(*g->findValue("probs")).type.str(), "f32[32,10]");
+  ASSERT_EQ(g->outputs().size(), 1u);
+  // A node's location is the .fy position of its result name.
+  const Node *h = g->producer(*g->findValue("h"));
+  EXPECT_EQ(h->loc.line, 9);
+  EXPECT_EQ(h->loc.col, 3);
+  EXPECT_EQ(h->loc.file, FERRY_SOURCE_DIR "/examples/mlp.fy");
+}
+
+TEST(Parser, DeclaredTypesArePinsAndChecks) {
+  Graph g = parseOk(wrap(R"(  %h : f32[2,3] @cuda:1 @bf16 = relu(%x)
+  %k @cpu:2 = neg(%h)
+  %m @f16 = abs(%k)
+  output %m @cpu, %h)"));
+  const Node &h = *g.producer(*g.findValue("h"));
+  EXPECT_EQ(h.pinDevice, Device::cuda(1));
+  EXPECT_EQ(h.pinDType, DType::BF16);
+  EXPECT_EQ(g.producer(*g.findValue("k"))->pinDevice, Device::cpu(2));
+  EXPECT_FALSE(g.producer(*g.findValue("k"))->pinDType);
+  EXPECT_EQ(g.producer(*g.findValue("m"))->pinDType, DType::F16);
+  EXPECT_FALSE(g.value(*g.findValue("m")).device) << "a pin is not a placement";
+  EXPECT_EQ(g.inputs()[0].device, Device::cpu()) << "inputs default to cpu";
+  ASSERT_EQ(g.outputs().size(), 2u);
+  EXPECT_EQ(g.outputs()[0].pin, Device::cpu());
+  EXPECT_FALSE(g.outputs()[1].pin);
+}
+
+TEST(Parser, TypeMismatchNamesBothTypes) {
+  auto errs = parseErrors(wrap("  %h : f16[2,3] = relu(%x)\n  output %h"));
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].code, "type");
+  EXPECT_EQ(errs[0].message, "declared f16[2,3] but 'relu' gives f32[2,3]");
+  EXPECT_EQ(errs[0].loc.line, 3);
+  EXPECT_EQ(errs[0].loc.col, 8);
+}
+
+TEST(Parser, ParamInitializers) {
+  Graph g = parseOk(R"(graph p {
+  param %z : f32[2] = zeros
+  param %o : i32[2] @cuda:0 = ones
+  param %r : f32[3] = randn(seed=18446744073709551615)
+  param %d : f64[4] = [-0.0, inf, -inf, 1e-05]
+  param %n : f32[1] = [nan]
+  param %s : f16[2,2] = [0.5]
+  param %i : i64[2] = [-9223372036854775808, +9223372036854775807]
+  param %u : u8[2] = [0, 255]
+  param %c : i8[2] = [-128, 127]
+  param %b : bool[3] = [true, false, true]
+  param %e : f32[0] = []
+  param %k : f32[] = [2]
+  output %z
+})");
+  auto param = [&](const char *n) -> const ParamDecl & { return g.paramOf(*g.findValue(n)); };
+  EXPECT_EQ(param("z").init.kind, Initializer::Kind::Zeros);
+  EXPECT_EQ(param("o").data.atInt(1), 1);
+  EXPECT_EQ(param("o").pin, Device::cuda(0));
+  EXPECT_EQ(param("r").init.seed, 18446744073709551615ull);
+  EXPECT_TRUE(param("r").data == TensorData::randn(DType::F32, {3}, 18446744073709551615ull));
+  EXPECT_TRUE(std::signbit(param("d").data.at(0)));
+  EXPECT_EQ(param("d").data.at(1), INFINITY);
+  EXPECT_EQ(param("d").data.at(2), -INFINITY);
+  EXPECT_EQ(param("d").data.at(3), 1e-05);
+  EXPECT_TRUE(std::isnan(param("n").data.at(0)));
+  EXPECT_EQ(param("s").data.toDoubles(), (std::vector<double>{0.5, 0.5, 0.5, 0.5}));
+  EXPECT_EQ(param("i").data.atInt(0), INT64_MIN);
+  EXPECT_EQ(param("i").data.atInt(1), INT64_MAX);
+  EXPECT_EQ(param("u").data.atInt(1), 255);
+  EXPECT_EQ(param("c").data.atInt(0), -128);
+  EXPECT_EQ(param("b").data.atInt(0), 1);
+  EXPECT_EQ(param("b").data.atInt(1), 0);
+  EXPECT_EQ(param("e").data.numel(), 0);
+  EXPECT_EQ(param("k").data.at(0), 2.0);
+  EXPECT_EQ(param("d").init.kind, Initializer::Kind::Data);
+}
+
+TEST(Parser, AttributeValuesOfEveryKind) {
+  Graph g = parseOk(R"(graph a {
+  input %x : f32[1,2,4,4]
+  input %i : i64[2]
+  param %s : f32[2] = ones
+  param %w : f32[4,1,3,3] = randn(seed=7)
+  %bn = batch_norm(%x, %s, %s, %s, %s, eps=1e-3)
+  %ln = layer_norm(%x, axis=-2, eps=1)
+  %c = conv2d(%x, %w, stride=[2, 2], padding=[1, 1, 0, 0], groups=2)
+  %t = cast(%x, to=bf16)
+  %m = transfer(%t, to=cuda:3)
+  %k = constant(value=i64[2,2]{1, -2, 3, 4})
+  %e = constant(value=bool[]{true})
+  %f = constant(value=f32[3]{-inf})
+  %g = gelu(%x, approximate="tanh")
+  %s2 = slice(%x, starts=[-1], ends=[-9223372036854775808], axes=[-1], steps=[-1])
+  %ga = gather(%x, %i, axis=3)
+  output %bn, %ln, %c, %m, %k, %e, %f, %g, %s2, %ga
+})");
+  auto node = [&](const char *n) -> const Node & { return *g.producer(*g.findValue(n)); };
+  EXPECT_EQ(attrFloat(node("bn").info(), node("bn").attrs, "eps"), 1e-3);
+  EXPECT_EQ(attrFloat(node("ln").info(), node("ln").attrs, "eps"), 1.0) << "int widened to float";
+  EXPECT_EQ(attrInt(node("ln").info(), node("ln").attrs, "axis"), -2);
+  EXPECT_EQ(attrInts(node("c").info(), node("c").attrs, "padding"),
+            (std::vector<int64_t>{1, 1, 0, 0}));
+  EXPECT_EQ(g.value(node("c").result).type.str(), "f32[1,4,2,2]");
+  EXPECT_EQ(attrDType(node("t").info(), node("t").attrs, "to"), DType::BF16);
+  EXPECT_EQ(attrDevice(node("m").info(), node("m").attrs, "to"), Device::cuda(3));
+  EXPECT_EQ(attrTensor(node("k").info(), node("k").attrs, "value").atInt(1), -2);
+  EXPECT_EQ(g.value(node("e").result).type.str(), "bool[]");
+  EXPECT_EQ(attrTensor(node("f").info(), node("f").attrs, "value").at(2), -INFINITY) << "splat";
+  EXPECT_EQ(attrString(node("g").info(), node("g").attrs, "approximate"), "tanh");
+  EXPECT_EQ(g.value(node("s2").result).type.str(), "f32[1,2,4,4]");
+  EXPECT_EQ(g.value(node("ga").result).type.str(), "f32[1,2,4,2]");
+}
+
+TEST(Parser, ParamsMayFollowTheirUsersButValuesMayNot) {
+  // Params are values like any other: defined before use. Outputs may come first.
+  Graph g = parseOk("graph g {\n  output %y\n  input %x : f32[2]\n  %y = relu(%x)\n}\n");
+  EXPECT_EQ(g.outputs().size(), 1u);
+  auto errs = parseErrors("graph g {\n  %y = relu(%x)\n  input %x : f32[2]\n  output %y\n}\n");
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].code, "name");
+  EXPECT_EQ(errs[0].message, "%x is used before its definition at line 3");
+}
+
+TEST(Parser, LocationComments) {
+  Graph g = parseOk(R"(graph g {
+  input %x : f32[2]  # model.cpp:10:5
+  param %w : f32[2] = zeros  # C:\src\m.cpp:3
+  %a = relu(%x)  # mlp.cpp:42:7
+  %b = relu(%a)  #   spaced/file.cpp:8:1
+  %c = relu(%b)  # not a location: 1:2
+  %d = relu(%c)  # file.cpp:0:1
+  %e = add(%d, %w)  #
+  output %e  # out.cpp:99:1
+})");
+  auto node = [&](const char *n) { return g.producer(*g.findValue(n))->loc; };
+  EXPECT_EQ(g.inputs()[0].loc, (Location{"model.cpp", 10, 5}));
+  EXPECT_EQ(g.params()[0].loc, (Location{"C:\\src\\m.cpp", 3, 0}));
+  EXPECT_EQ(node("a"), (Location{"mlp.cpp", 42, 7}));
+  EXPECT_EQ(node("b"), (Location{"spaced/file.cpp", 8, 1}));
+  EXPECT_EQ(node("c"), (Location{"t.fy", 6, 3}));
+  EXPECT_EQ(node("d"), (Location{"t.fy", 7, 3})) << "line 0 is no location";
+  EXPECT_EQ(node("e"), (Location{"t.fy", 8, 3}));
+  EXPECT_EQ(g.outputs()[0].loc, (Location{"out.cpp", 99, 1}));
+}
+
+TEST(Parser, QuotedGraphNameCrlfAndBom) {
+  Graph g =
+      parseOk("\xEF\xBB\xBFgraph \"my model\" {\r\n  input %x : f32[2]\r\n  output %x\r\n}\r\n");
+  EXPECT_EQ(g.name(), "my model");
+  EXPECT_EQ(printGraph(g, {.locations = false}),
+            "graph \"my model\" {\n  input %x : f32[2] @cpu\n  output %x @cpu\n}\n");
+}
+
+TEST(Parser, ReportsEveryErrorAndPoisonsFailedDefinitions) {
+  auto errs = parseErrors(R"(graph g {
+  input %x : f32[2,3]
+  %a = lienar(%x)
+  %b = relu(%a)
+  %c = relu(%nope)
+  %d = add(%b, %c)
+  %e = softmax(%x, axis=1, bogus=2)
+  %f = relu(%e)
+  param %w : f33[2] = zeros
+  %g = add(%w, %f)
+  output %g, %a, %zzz
+})");
+  ASSERT_EQ(errs.size(), 5u) << Status(errs).message();
+  EXPECT_EQ(errs[0].message, "unknown op 'lienar'; did you mean 'linear'?");
+  EXPECT_EQ(errs[0].loc, (Location{"t.fy", 3, 8}));
+  EXPECT_EQ(errs[1].message, "use of undefined value %nope");
+  EXPECT_EQ(errs[1].loc, (Location{"t.fy", 5, 13}));
+  EXPECT_EQ(errs[2].code, "attr");
+  EXPECT_EQ(errs[2].loc, (Location{"t.fy", 7, 28}));
+  EXPECT_EQ(errs[3].message.rfind("unknown dtype 'f33'; did you mean 'f32'?", 0), 0u)
+      << errs[3].message;
+  EXPECT_EQ(errs[4].code, "name");
+  EXPECT_EQ(errs[4].message, "use of undefined value %zzz");
+  EXPECT_EQ(errs[4].loc, (Location{"t.fy", 11, 18}));
+}
+
+TEST(Parser, UndefinedValueSuggestsACloseName) {
+  auto errs = parseErrors(wrap("  %hidden = relu(%x)\n  %y = relu(%hiden)\n  output %y"));
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].message, "use of undefined value %hiden; did you mean '%hidden'?");
+}
+
+TEST(Parser, NpyParamsRelativeToBaseDirAndFile) {
+  fs::path dir = fs::temp_directory_path() / "ferry_parser_test_npy";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "weights");
+  TensorData w = TensorData::randn(DType::F32, {3, 2}, 5);
+  ASSERT_TRUE(writeNpy(w, (dir / "weights" / "w.npy").string()).ok());
+  const std::string text =
+      "graph g {\n  param %w : f32[3,2] = npy(\"weights/w.npy\")\n  output %w\n}\n";
+  Graph g = parseOk(text, {.baseDir = dir.string()});
+  EXPECT_TRUE(g.params()[0].data == w);
+  EXPECT_EQ(g.params()[0].init.path, "weights/w.npy") << "kept as written";
+  {
+    std::ofstream out(dir / "m.fy");
+    out << text;
+  }
+  Expected<Graph> f = parseFile((dir / "m.fy").string());
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_TRUE(f->params()[0].data == w);
+
+  // A missing file and a file of another type are errors at the param's line.
+  auto errs =
+      parseErrors("graph g {\n  input %x : f32[2]\n  param %w : f32[3,2] = npy(\"missing.npy\")\n"
+                  "  param %v : f32[2,3] = npy(\"weights/w.npy\")\n  output %x\n}\n",
+                  {.baseDir = dir.string()});
+  ASSERT_EQ(errs.size(), 2u);
+  EXPECT_EQ(errs[0].code, "npy");
+  EXPECT_EQ(errs[0].loc, (Location{"t.fy", 3, 29}));
+  EXPECT_NE(errs[0].message.find("missing.npy"), std::string::npos) << errs[0].message;
+  EXPECT_NE(errs[0].message.find("cannot open"), std::string::npos) << errs[0].message;
+  EXPECT_EQ(errs[1].code, "npy");
+  EXPECT_EQ(errs[1].loc.line, 4);
+  EXPECT_NE(errs[1].message.find("holds f32[3,2] but param %v is declared f32[2,3]"),
+            std::string::npos)
+      << errs[1].message;
+}
+
+TEST(Parser, ParseFileErrors) {
+  Expected<Graph> g = parseFile("/nonexistent/ferry/model.fy");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().diagnostics()[0].code, "io");
+  EXPECT_FALSE(parseFile(fs::temp_directory_path().string()).ok());
+}
+
+TEST(Parser, ParamSizeLimit) {
+  auto errs = parseErrors("graph g {\n  param %w : f32[1024,1024] = zeros\n  output %w\n}\n",
+                          {.maxParamBytes = 1 << 20});
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].code, "limit");
+  parseOk("graph g {\n  param %w : f32[512,512] = zeros\n  output %w\n}\n",
+          {.maxParamBytes = 1 << 20});
+}
+
+TEST(Parser, EveryOpHasItsNameInTheTable) {
+  // The parser looks ops up by name: each row must round-trip through findOp.
+  for (const OpInfo &op : allOps()) EXPECT_EQ(findOp(op.name), &op) << op.name;
+}
+
+}  // namespace
+}  // namespace ferry

@@ -1,0 +1,242 @@
+// tests/ir/printer_test.cpp — golden tests of the `.fy` printer and of saveModel.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ir/npy.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "random_graph_util.h"
+
+namespace ferry {
+namespace {
+
+namespace fs = std::filesystem;
+
+Graph parseOk(std::string_view text, const ParseOptions &options = {}) {
+  Expected<Graph> g = parseGraph(text, "test.fy", options);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return g.ok() ? std::move(g).value() : Graph();
+}
+
+fs::path tempDir(const std::string &name) {
+  fs::path dir = fs::temp_directory_path() / ("ferry_printer_test_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string readText(const fs::path &p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The documented example: read in, printed back without locations, is the same text.
+TEST(Printer, DocumentedFormIsAFixedPoint) {
+  fs::path dir = tempDir("doc");
+  ASSERT_TRUE(
+      writeNpy(TensorData::full(DType::F32, {512, 512}, 0.5), (dir / "e.npy").string()).ok());
+  const std::string text = R"(graph mlp {
+  input %x : f32[32,784] @cpu
+  param %w1 : f32[256,784] = randn(seed=1)
+  param %b1 : f32[256] @cuda:0 = zeros
+  param %s : f32[3] = [1.0, 2.5, -3.0]
+  param %e : f32[512,512] = npy("e.npy")
+  %h : f32[32,256] = linear(%x, %w1, %b1)
+  %a : f32[32,256] @cuda:0 = relu(%h)
+  %y : f16[32,256] @f16 = cast(%a, to=f16)
+  %c : f32[2] = constant(value=f32[2]{1.0, 2.0})
+  output %y
+  output %a @cpu
+}
+)";
+  Graph g = parseOk(text, {.baseDir = dir.string()});
+  EXPECT_EQ(printGraph(g, {.locations = false}), text);
+}
+
+TEST(Printer, LocationsAsTrailingComments) {
+  Graph g = parseOk(R"(graph g {
+  input %x : f32[2]
+  %h = relu(%x)  # mlp.cpp:42:7
+  %k = neg(%h)   # just a comment
+  %m = abs(%k)  # /src/model.cpp:9
+  output %m
+}
+)");
+  EXPECT_EQ(printGraph(g), R"(graph g {
+  input %x : f32[2] @cpu  # test.fy:2:9
+  %h : f32[2] = relu(%x)  # mlp.cpp:42:7
+  %k : f32[2] = neg(%h)  # test.fy:4:3
+  %m : f32[2] = abs(%k)  # /src/model.cpp:9
+  output %m  # test.fy:6:10
+}
+)");
+}
+
+TEST(Printer, GraphApiValuesDevicesAndAttributes) {
+  Graph g("my-model");
+  ValueId x = g.addInput("x", {DType::F32, {2, 3}}, Device::cpu(1), {});
+  ValueId w = g.addParam("fc.weight", TensorData::full(DType::F32, {4, 3}, 0.25), Initializer{},
+                         std::nullopt, {"model.cpp", 7, 0});
+  ValueId b = g.addParam("fc.bias", TensorData::zeros(DType::F32, {4}),
+                         Initializer{Initializer::Kind::Zeros, 0, {}}, Device::cuda(0), {});
+  g.value(b).device = Device::cpu();  // the pin wins over a placed device
+  ValueId r = g.addParam("r", TensorData::randn(DType::BF16, {2}, 18446744073709551615ull),
+                         Initializer{Initializer::Kind::Randn, 18446744073709551615ull, {}},
+                         std::nullopt, {});
+  g.value(r).device = Device::cuda(1);  // placed, not pinned
+  auto add = [&](OpKind op, std::vector<ValueId> operands, std::vector<NamedAttr> given,
+                 std::string name, std::optional<Device> pin = {},
+                 std::optional<DType> pinDType = {}) {
+    Expected<Attrs> attrs = makeAttrs(opInfo(op), given, {});
+    EXPECT_TRUE(attrs.ok());
+    std::vector<TensorType> types;
+    for (ValueId v : operands) types.push_back(g.value(v).type);
+    InferResult t = inferType(opInfo(op), types, *attrs);
+    EXPECT_TRUE(std::holds_alternative<TensorType>(t)) << std::get<InferError>(t).message;
+    NodeId n = g.addNode({op, operands, *attrs, pin, pinDType, {}}, std::move(name),
+                         std::get<TensorType>(t));
+    return g.node(n).result;
+  };
+  ValueId h = add(OpKind::Linear, {x, w, b}, {}, "h");
+  ValueId s = add(OpKind::Softmax, {h}, {{"axis", int64_t{-1}}}, "s");  // the default
+  ValueId t = add(OpKind::Softmax, {s}, {{"axis", int64_t{0}}}, "t", Device::cuda(0), DType::F16);
+  ValueId p = add(OpKind::MaxPool2d,
+                  {add(OpKind::Reshape, {t}, {{"shape", std::vector<int64_t>{1, 1, 2, 4}}}, "4d")},
+                  {{"ceil_mode", true}, {"kernel", std::vector<int64_t>{2, 2}}}, "pool");
+  g.value(p).device = Device::cuda(0);
+  ValueId gl = add(OpKind::Gelu, {h}, {{"approximate", std::string("tanh")}}, "gl");
+  g.addOutput(p, std::nullopt, {});
+  g.addOutput(gl, Device::cpu(), {"model.cpp", 30, 3});
+  g.addOutput(r, std::nullopt, {});
+  EXPECT_EQ(printGraph(g), R"(graph "my-model" {
+  input %x : f32[2,3] @cpu:1
+  param %fc.weight : f32[4,3] = [0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25]  # model.cpp:7
+  param %fc.bias : f32[4] @cuda:0 = zeros
+  param %r : bf16[2] @cuda:1 = randn(seed=18446744073709551615)
+  %h : f32[2,4] = linear(%x, %fc.weight, %fc.bias)
+  %s : f32[2,4] = softmax(%h)
+  %t : f32[2,4] @cuda:0 @f16 = softmax(%s, axis=0)
+  %4d : f32[1,1,2,4] = reshape(%t, shape=[1, 1, 2, 4])
+  %pool : f32[1,1,1,2] @cuda:0 = max_pool2d(%4d, kernel=[2, 2], ceil_mode=true)
+  %gl : f32[2,4] = gelu(%h, approximate="tanh")
+  output %pool @cuda:0
+  output %gl @cpu  # model.cpp:30:3
+  output %r @cuda:1
+}
+)");
+  EXPECT_EQ(printGraph(g), printGraph(g)) << "deterministic";
+  EXPECT_EQ(valueRef(g, w), "%fc.weight");
+}
+
+TEST(Printer, InlineLimitAndElementSpelling) {
+  Graph g("g");
+  TensorData big(DType::I64, {65});
+  for (int64_t i = 0; i < 65; ++i) big.setInt(i, i);
+  TensorData odd(DType::F64, {5});
+  const double values[] = {-0.0, 1e-05, std::numeric_limits<double>::infinity(), 0.1, 3.0};
+  for (int64_t i = 0; i < 5; ++i) odd.set(i, values[i]);
+  TensorData flags(DType::Bool, {2});
+  flags.setInt(1, 1);
+  TensorData ints(DType::I64, {2});
+  ints.setInt(0, INT64_MIN);
+  ints.setInt(1, INT64_MAX);
+  g.addParam("big", big, {}, std::nullopt, {});
+  g.addParam("odd", odd, {}, std::nullopt, {});
+  g.addParam("flags", flags, {}, std::nullopt, {});
+  ValueId last = g.addParam("ints", ints, {}, std::nullopt, {});
+  g.addParam("empty", TensorData(DType::F32, {0, 3}), {}, std::nullopt, {});
+  g.addOutput(last, std::nullopt, {});
+  std::string text = printGraph(g, {.inlineLimit = 64});
+  EXPECT_NE(text.find("param %big : i64[65] = npy(\"big.npy\")"), std::string::npos) << text;
+  EXPECT_NE(text.find("param %odd : f64[5] = [-0.0, 1e-05, inf, 0.1, 3.0]"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("param %flags : bool[2] = [false, true]"), std::string::npos) << text;
+  EXPECT_NE(text.find("= [-9223372036854775808, 9223372036854775807]"), std::string::npos) << text;
+  EXPECT_NE(text.find("param %empty : f32[0,3] = []"), std::string::npos) << text;
+  EXPECT_NE(printGraph(g, {.inlineLimit = 65}).find("= [0, 1, 2,"), std::string::npos);
+}
+
+TEST(Printer, StringsAreEscapedSoThatTheyReadBack) {
+  const std::string name = "a\"b\\c\nd\te\r\x01\x7f\xff caf\xc3\xa9";
+  Graph g(name);
+  ValueId a = g.addParam("a", TensorData::full(DType::F32, {2}, 1),
+                         {Initializer::Kind::Npy, 0, "we\"ird\n.npy"}, std::nullopt,
+                         {"file\nwith break.cpp", 3, 4});
+  g.addOutput(a, std::nullopt, {});
+  std::string text = printGraph(g);
+  EXPECT_EQ(text, "graph \"a\\\"b\\\\c\\nd\\te\\r\\x01\\x7f\\xff caf\xc3\xa9\" {\n"
+                  "  param %a : f32[2] = npy(\"we\\\"ird\\n.npy\")  # file with break.cpp:3:4\n"
+                  "  output %a\n}\n");
+  fs::path dir = tempDir("escapes");
+  ASSERT_TRUE(writeNpy(g.params()[0].data, (dir / "we\"ird\n.npy").string()).ok());
+  Graph back = parseOk(text, {.baseDir = dir.string()});
+  EXPECT_EQ(back.name(), name);
+  EXPECT_EQ(back.params()[0].init.path, "we\"ird\n.npy");
+  EXPECT_EQ(printGraph(back, {.locations = false}), printGraph(g, {.locations = false}));
+}
+
+TEST(Printer, SaveModelWritesTextAndNpyFiles) {
+  fs::path dir = tempDir("save");
+  Graph g("g");
+  ValueId x = g.addInput("x", {DType::F32, {100}}, Device::cpu(), {"m.cpp", 2, 1});
+  TensorData w(DType::F32, {100});
+  for (int64_t i = 0; i < 100; ++i) w.set(i, i * 0.5);
+  ValueId p = g.addParam("layer.0.w", w, {}, std::nullopt, {"m.cpp", 3, 1});
+  Expected<Attrs> none = makeAttrs(opInfo(OpKind::Add), {}, {});
+  ASSERT_TRUE(none.ok());
+  NodeId n =
+      g.addNode({OpKind::Add, {x, p}, *none, {}, {}, {"m.cpp", 4, 1}}, "y", {DType::F32, {100}});
+  g.addOutput(g.node(n).result, std::nullopt, {"m.cpp", 5, 1});
+  ASSERT_TRUE(saveModel(g, (dir / "model.fy").string()).ok());
+  ASSERT_TRUE(fs::exists(dir / "layer.0.w.npy"));
+  EXPECT_NE(readText(dir / "model.fy").find("npy(\"layer.0.w.npy\")"), std::string::npos);
+  Expected<TensorData> back = readNpy((dir / "layer.0.w.npy").string());
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_TRUE(*back == w);
+
+  Expected<Graph> g2 = parseFile((dir / "model.fy").string());
+  ASSERT_TRUE(g2.ok()) << g2.status().message();
+  // Only the initializer kind changes: Data too large to inline reads back as Npy.
+  EXPECT_EQ(testutil::graphDifference(g, *g2), "");
+  EXPECT_EQ(g2->params()[0].init.kind, Initializer::Kind::Npy);
+  EXPECT_EQ(printGraph(*g2), printGraph(g));
+}
+
+TEST(Printer, SaveModelSanitisesAndDeduplicatesFileNames) {
+  fs::path dir = tempDir("names");
+  Graph g("g");
+  ValueId a = g.addParam("conv/weight:0", TensorData(DType::U8, {70}), {}, std::nullopt, {});
+  g.addParam("conv_weight_0", TensorData(DType::U8, {70}), {}, std::nullopt, {});
+  g.addParam("..", TensorData(DType::U8, {70}), {}, std::nullopt, {});
+  g.addParam("npy", TensorData::full(DType::U8, {2}, 3),
+             Initializer{Initializer::Kind::Npy, 0, "sub/dir/w.npy"}, std::nullopt, {});
+  g.addOutput(a, std::nullopt, {});
+  ASSERT_TRUE(saveModel(g, (dir / "m.fy").string()).ok());
+  std::string text = readText(dir / "m.fy");
+  EXPECT_NE(text.find("param %conv/weight:0 : u8[70] = npy(\"conv_weight_0.npy\")"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("param %conv_weight_0 : u8[70] = npy(\"conv_weight_0.1.npy\")"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("npy(\"_...npy\")"), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(dir / "conv_weight_0.npy"));
+  EXPECT_TRUE(fs::exists(dir / "conv_weight_0.1.npy"));
+  EXPECT_TRUE(fs::exists(dir / "_...npy"));
+  EXPECT_TRUE(fs::exists(dir / "sub/dir/w.npy")) << "Npy params are written beside the model";
+}
+
+TEST(Printer, SaveModelReportsUnwritablePaths) {
+  Graph g("g");
+  ValueId a = g.addParam("a", TensorData(DType::F32, {2}), {}, std::nullopt, {});
+  g.addOutput(a, std::nullopt, {});
+  Status s = saveModel(g, "/nonexistent-folder-for-ferry/x/m.fy");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.diagnostics()[0].code, "io");
+  EXPECT_NE(s.message().find("/nonexistent-folder-for-ferry/x/m.fy"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ferry

@@ -1,0 +1,92 @@
+// tests/ir/tensor_data_test.cpp — host tensors, element conversion rules, the seeded generator.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "ir/tensor_data.h"
+
+namespace ferry {
+namespace {
+
+double roundTrip(DType t, double v) {
+  std::byte buf[8];
+  storeDouble(t, buf, v);
+  return loadDouble(t, buf);
+}
+
+TEST(TensorData, IntegersTruncateTowardZeroAndSaturate) {
+  EXPECT_EQ(roundTrip(DType::U8, 300.7), 255);
+  EXPECT_EQ(roundTrip(DType::U8, -4), 0);
+  EXPECT_EQ(roundTrip(DType::I8, -129), -128);
+  EXPECT_EQ(roundTrip(DType::I32, -1.5), -1);
+  EXPECT_EQ(roundTrip(DType::I32, 2.9), 2);
+  EXPECT_EQ(roundTrip(DType::I32, 1e10), std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(roundTrip(DType::I32, std::nan("")), 0);
+  EXPECT_EQ(roundTrip(DType::I64, 1e30), static_cast<double>(std::numeric_limits<int64_t>::max()));
+  EXPECT_EQ(roundTrip(DType::I64, -1e30), static_cast<double>(std::numeric_limits<int64_t>::min()));
+  EXPECT_EQ(roundTrip(DType::Bool, 0.25), 1);
+  EXPECT_EQ(roundTrip(DType::Bool, 0.0), 0);
+}
+
+TEST(TensorData, HalfTypesRoundToNearestEven) {
+  EXPECT_EQ(roundTrip(DType::F16, 1.0 + 1.0 / 2048), 1.0);           // tie -> even
+  EXPECT_EQ(roundTrip(DType::F16, 1.0 + 3.0 / 2048), 1.0 + 2.0 / 1024);  // tie -> even (up)
+  EXPECT_EQ(roundTrip(DType::F16, 65504), 65504);
+  EXPECT_TRUE(std::isinf(roundTrip(DType::F16, 70000)));
+  EXPECT_EQ(roundTrip(DType::BF16, 1.00390625), 1.0);  // 1 + 2^-8: a tie, rounds to even
+  EXPECT_EQ(roundTrip(DType::BF16, 1.01171875), 1.015625);  // 1 + 3·2^-8 -> 1 + 2^-6
+  EXPECT_EQ(roundTrip(DType::BF16, 3.0e38), 3.00405527047391e+38);  // RNE of f32 bits 0x7f61b1e6
+  EXPECT_TRUE(std::isnan(roundTrip(DType::F16, std::nan(""))));
+  EXPECT_EQ(roundTrip(DType::F32, 0.1), static_cast<double>(0.1f));
+}
+
+TEST(TensorData, ExactIntegerAccessKeepsFullI64Range) {
+  TensorData t(DType::I64, {2});
+  t.setInt(0, std::numeric_limits<int64_t>::max());
+  t.setInt(1, -9007199254740993);  // 2^53 + 1: not representable in double
+  EXPECT_EQ(t.atInt(0), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(t.atInt(1), -9007199254740993);
+}
+
+TEST(TensorData, CopiesShareStorageAndCloneDoesNot) {
+  TensorData a = TensorData::full(DType::F32, {2, 2}, 1.5);
+  TensorData shared = a;
+  TensorData copy = a.clone();
+  a.set(0, 7);
+  EXPECT_EQ(shared.at(0), 7);
+  EXPECT_EQ(copy.at(0), 1.5);
+  EXPECT_EQ(copy.byteSize(), 16u);
+  EXPECT_FALSE(a == copy);
+  copy.set(0, 7);
+  EXPECT_TRUE(a == copy);
+  EXPECT_EQ(TensorData::zeros(DType::F16, {3, 0}).byteSize(), 0u);
+}
+
+TEST(TensorData, FromDoublesConvertsEachValue) {
+  std::vector<double> v{1.7, -2.2, 3};
+  TensorData t = TensorData::fromDoubles(DType::I32, {3}, v);
+  EXPECT_EQ(t.toDoubles(), (std::vector<double>{1, -2, 3}));
+}
+
+TEST(TensorData, RandnIsDeterministicPerSeedAndStandardNormal) {
+  TensorData a = TensorData::randn(DType::F64, {100001}, 42);
+  TensorData b = TensorData::randn(DType::F64, {100001}, 42);
+  TensorData c = TensorData::randn(DType::F64, {100001}, 43);
+  EXPECT_TRUE(a == b);
+  EXPECT_FALSE(a == c);
+  double sum = 0, sq = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    sum += a.at(i);
+    sq += a.at(i) * a.at(i);
+  }
+  double mean = sum / a.numel(), var = sq / a.numel() - mean * mean;
+  EXPECT_NEAR(mean, 0.0, 0.01);
+  EXPECT_NEAR(var, 1.0, 0.02);
+  // The f32 tensor holds the f64 samples rounded: the dtype does not change the stream.
+  TensorData f = TensorData::randn(DType::F32, {4}, 42);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(f.at(i), static_cast<double>(static_cast<float>(a.at(i))));
+}
+
+}  // namespace
+}  // namespace ferry

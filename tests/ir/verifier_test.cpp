@@ -1,0 +1,114 @@
+// tests/ir/verifier_test.cpp — the verifier accepts well-formed graphs and reports every
+// violation of a broken one.
+#include <gtest/gtest.h>
+
+#include "ir/graph.h"
+#include "ir/verifier.h"
+
+namespace ferry {
+namespace {
+
+Attrs noAttrs(OpKind k) {
+  Expected<Attrs> a = makeAttrs(opInfo(k), {}, {});
+  EXPECT_TRUE(a.ok());
+  return *a;
+}
+
+// x : f32[2,3] -> relu -> output
+Graph smallGraph() {
+  Graph g("small");
+  ValueId x = g.addInput("x", {DType::F32, {2, 3}}, Device::cpu(), {"t.fy", 2, 3});
+  NodeId n = g.addNode({OpKind::Relu, {x}, noAttrs(OpKind::Relu), {}, {}, {"t.fy", 3, 3}}, "y",
+                       {DType::F32, {2, 3}});
+  g.addOutput(g.node(n).result, std::nullopt, {"t.fy", 4, 3});
+  return g;
+}
+
+std::string messages(const Status &s) { return s.message(); }
+
+TEST(Verifier, AcceptsAWellFormedGraph) {
+  Graph g = smallGraph();
+  Status s = verify(g);
+  EXPECT_TRUE(s.ok()) << s.message();
+}
+
+TEST(Verifier, RejectsAResultTypeTheOpDoesNotGive) {
+  Graph g = smallGraph();
+  g.value(g.node(0).result).type = {DType::F16, {2, 3}};
+  Status s = verify(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(messages(s).find("%y is typed f16[2,3] but 'relu' gives f32[2,3]"), std::string::npos)
+      << messages(s);
+  EXPECT_EQ(s.diagnostics()[0].loc, (Location{"t.fy", 3, 3}));
+}
+
+TEST(Verifier, RejectsUseBeforeDefinitionAndReportsAllProblems) {
+  Graph g("bad");
+  ValueId x = g.addInput("x", {DType::F32, {2}}, Device::cpu(), {});
+  NodeId a = g.addNode({OpKind::Relu, {x}, noAttrs(OpKind::Relu), {}, {}, {"t.fy", 3, 1}}, "a",
+                       {DType::F32, {2}});
+  NodeId b = g.addNode({OpKind::Neg, {x}, noAttrs(OpKind::Neg), {}, {}, {"t.fy", 4, 1}}, "b",
+                       {DType::F32, {2}});
+  // Make %a read %b, which is defined after it, and break an attribute list: two problems.
+  g.node(a).operands[0] = g.node(b).result;
+  g.node(b).attrs.push_back(int64_t{1});
+  Status s = verify(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(messages(s).find("%b is used before it is defined"), std::string::npos) << messages(s);
+  EXPECT_NE(messages(s).find("'neg' has 1 attribute values, its schema 0"), std::string::npos);
+  EXPECT_NE(messages(s).find("graph 'bad' has no outputs"), std::string::npos);
+  EXPECT_EQ(s.diagnostics().size(), 3u);
+}
+
+TEST(Verifier, RejectsParamDataOfAnotherTypeAndWrongAttributeKinds) {
+  Graph g("p");
+  ValueId w = g.addParam("w", TensorData::zeros(DType::F32, {2}), {}, std::nullopt, {"t.fy", 1, 1});
+  g.params()[0].data = TensorData::zeros(DType::F32, {3});
+  Expected<Attrs> attrs = makeAttrs(opInfo(OpKind::Softmax), {}, {});
+  ASSERT_TRUE(attrs.ok());
+  (*attrs)[0] = 1.5;  // axis must be an int
+  NodeId n = g.addNode({OpKind::Softmax, {w}, *attrs, {}, {}, {"t.fy", 2, 1}}, "s",
+                       {DType::F32, {2}});
+  g.addOutput(g.node(n).result, std::nullopt, {});
+  Status s = verify(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(messages(s).find("param %w is typed f32[2] but its data is f32[3]"), std::string::npos)
+      << messages(s);
+  EXPECT_NE(messages(s).find("attribute 'axis' of 'softmax' is float, expected int"),
+            std::string::npos);
+}
+
+TEST(Verifier, ChecksArityAndOperandDTypes) {
+  Graph g("arity");
+  ValueId x = g.addInput("x", {DType::Bool, {2}}, Device::cpu(), {});
+  NodeId n = g.addNode({OpKind::Add, {x}, noAttrs(OpKind::Add), {}, {}, {"t.fy", 5, 1}}, "s",
+                       {DType::Bool, {2}});
+  NodeId m = g.addNode({OpKind::Neg, {x}, noAttrs(OpKind::Neg), {}, {}, {"t.fy", 6, 1}}, "n",
+                       {DType::Bool, {2}});
+  g.addOutput(g.node(n).result, std::nullopt, {});
+  g.addOutput(g.node(m).result, std::nullopt, {});
+  Status s = verify(g);
+  ASSERT_EQ(s.diagnostics().size(), 2u) << messages(s);
+  EXPECT_EQ(s.diagnostics()[0].code, "arity");
+  EXPECT_NE(messages(s).find("'add' takes 2 operands (a, b), got 1"), std::string::npos) << messages(s);
+  EXPECT_EQ(s.diagnostics()[1].code, "dtype");
+  EXPECT_NE(messages(s).find("operand 0 (x) of 'neg' must have a numeric (non-bool) dtype, got bool[2]"),
+            std::string::npos) << messages(s);
+}
+
+TEST(Graph, NamesAreUniqueAndFreshNamesSkipTakenOnes) {
+  Graph g = smallGraph();
+  EXPECT_EQ(g.uniqueName("x"), "x.1");
+  EXPECT_EQ(g.uniqueName("z"), "z");
+  EXPECT_EQ(g.uniqueName(""), "0");
+  EXPECT_EQ(*g.findValue("y"), g.node(0).result);
+  g.rename(g.node(0).result, "out");
+  EXPECT_FALSE(g.hasValue("y"));
+  EXPECT_EQ(g.value(*g.findValue("out")).kind, ValueKind::Result);
+  EXPECT_EQ(g.producer(*g.findValue("out"))->op, OpKind::Relu);
+  EXPECT_EQ(g.producer(*g.findValue("x")), nullptr);
+  EXPECT_EQ(g.inputOf(*g.findValue("x")).device, Device::cpu());
+}
+
+}  // namespace
+}  // namespace ferry

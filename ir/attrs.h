@@ -17,8 +17,8 @@ enum class AttrKind : uint8_t { Bool, Int, Float, Ints, String, DType, Device, T
 std::string_view attrKindName(AttrKind k);
 
 /// One attribute value; the alternative's index equals its AttrKind.
-using AttrValue =
-    std::variant<bool, int64_t, double, std::vector<int64_t>, std::string, DType, Device, TensorData>;
+using AttrValue = std::variant<bool, int64_t, double, std::vector<int64_t>, std::string, DType,
+                               Device, TensorData>;
 
 inline AttrKind attrKind(const AttrValue &v) { return static_cast<AttrKind>(v.index()); }
 

@@ -1,4 +1,5 @@
-// ir/diagnostics.h — source locations and diagnostics: {severity, code, location, message, notes, fixes}.
+// ir/diagnostics.h — source locations and diagnostics: {severity, code, location, message, notes,
+// fixes}.
 #pragma once
 
 #include <span>

@@ -10,15 +10,15 @@
 namespace ferry {
 
 /// X(enumerator, name, bytes, category) — the one list every dtype table is generated from.
-#define FERRY_DTYPES(X)            \
-  X(Bool, "bool", 1, Bool)         \
-  X(U8, "u8", 1, Integer)          \
-  X(I8, "i8", 1, Integer)          \
-  X(I32, "i32", 4, Integer)        \
-  X(I64, "i64", 8, Integer)        \
-  X(F16, "f16", 2, Floating)       \
-  X(BF16, "bf16", 2, Floating)     \
-  X(F32, "f32", 4, Floating)       \
+#define FERRY_DTYPES(X)                                                                            \
+  X(Bool, "bool", 1, Bool)                                                                         \
+  X(U8, "u8", 1, Integer)                                                                          \
+  X(I8, "i8", 1, Integer)                                                                          \
+  X(I32, "i32", 4, Integer)                                                                        \
+  X(I64, "i64", 8, Integer)                                                                        \
+  X(F16, "f16", 2, Floating)                                                                       \
+  X(BF16, "bf16", 2, Floating)                                                                     \
+  X(F32, "f32", 4, Floating)                                                                       \
   X(F64, "f64", 8, Floating)
 
 enum class DType : uint8_t {

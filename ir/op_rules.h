@@ -32,6 +32,15 @@ InferResult inferExpand(const InferArgs &a);
 InferResult inferCast(const InferArgs &a);
 InferResult inferConstant(const InferArgs &a);
 
+/// One sliced dim by ONNX Slice's rules: negative bounds count from the end, then clamp to
+/// [0, dim] for positive steps, start to [0, dim-1] and end to [-1, dim-1] for negative ones.
+/// `step` must not be 0. Shared by the shape rule and every slice kernel.
+struct SliceDim {
+  int64_t start = 0;  ///< index of the first element taken
+  int64_t count = 0;  ///< elements taken
+};
+SliceDim resolveSliceDim(int64_t start, int64_t end, int64_t step, int64_t dim);
+
 /// The result dtype by the op's DTypeRule over its data operands (not for FromAttr ops).
 DType resultDType(const InferArgs &a);
 

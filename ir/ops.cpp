@@ -88,7 +88,8 @@ std::vector<AttrSpec> parseAttrSpecs(std::string_view spec, std::string_view op)
     size_t colon = w.find(':');
     FERRY_CHECK(colon != std::string_view::npos) << "op " << op << ": attribute " << w;
     size_t eq = w.find('=');
-    std::string_view kindName = w.substr(colon + 1, eq == std::string_view::npos ? eq : eq - colon - 1);
+    std::string_view kindName =
+        w.substr(colon + 1, eq == std::string_view::npos ? eq : eq - colon - 1);
     std::optional<AttrKind> kind;
     for (int k = 0; k <= static_cast<int>(AttrKind::Tensor); ++k)
       if (attrKindName(static_cast<AttrKind>(k)) == kindName) kind = static_cast<AttrKind>(k);
@@ -102,8 +103,8 @@ std::vector<AttrSpec> parseAttrSpecs(std::string_view spec, std::string_view op)
 
 OpInfo makeInfo(OpKind kind, std::string_view name, std::string_view operands, DTypeRule rule,
                 Accepts accepts, InferFn infer, CostFn cost, std::string_view attrs) {
-  OpInfo info{kind, name, parseOperandSpecs(operands, name), 0, 0, rule, accepts, infer, cost,
-              parseAttrSpecs(attrs, name)};
+  OpInfo info{kind,  name, parseOperandSpecs(operands, name), 0, 0, rule, accepts,
+              infer, cost, parseAttrSpecs(attrs, name)};
   for (const OperandSpec &o : info.operands) {
     if (!o.optional) ++info.minOperands;
     ++info.maxOperands;
@@ -115,9 +116,9 @@ OpInfo makeInfo(OpKind kind, std::string_view name, std::string_view operands, D
 const std::vector<OpInfo> &table() {
   static const std::vector<OpInfo> ops = [] {
     std::vector<OpInfo> v;
-#define FERRY_OP(e, name, operands, rule, accepts, infer, cost, attrs)                        \
-  v.push_back(makeInfo(OpKind::e, name, operands, DTypeRule::rule, Accepts::accepts, infer, \
-                       cost, attrs));
+#define FERRY_OP(e, name, operands, rule, accepts, infer, cost, attrs)                             \
+  v.push_back(                                                                                     \
+      makeInfo(OpKind::e, name, operands, DTypeRule::rule, Accepts::accepts, infer, cost, attrs));
 #include "ir/ops.def"
 #undef FERRY_OP
     return v;
@@ -186,8 +187,8 @@ Expected<Attrs> makeAttrs(const OpInfo &op, std::span<const NamedAttr> given, co
     }
     const AttrSpec &spec = op.attrs[i];
     if (seen[i]) {
-      diags.error("attr", loc, "attribute '" + a.name + "' of '" + std::string(op.name) +
-                                   "' is given twice");
+      diags.error("attr", loc,
+                  "attribute '" + a.name + "' of '" + std::string(op.name) + "' is given twice");
       continue;
     }
     seen[i] = true;
@@ -195,10 +196,10 @@ Expected<Attrs> makeAttrs(const OpInfo &op, std::span<const NamedAttr> given, co
     if (spec.kind == AttrKind::Float && attrKind(v) == AttrKind::Int)
       v = static_cast<double>(std::get<int64_t>(v));
     if (attrKind(v) != spec.kind) {
-      diags.error("attr", loc, "attribute '" + a.name + "' of '" + std::string(op.name) +
-                                   "' must be of kind " + std::string(attrKindName(spec.kind)) +
-                                   ", got " + std::string(attrKindName(attrKind(a.value))) +
-                                   " " + attrValueStr(a.value));
+      diags.error("attr", loc,
+                  "attribute '" + a.name + "' of '" + std::string(op.name) + "' must be of kind " +
+                      std::string(attrKindName(spec.kind)) + ", got " +
+                      std::string(attrKindName(attrKind(a.value))) + " " + attrValueStr(a.value));
       continue;
     }
     attrs[i] = std::move(v);
@@ -206,9 +207,9 @@ Expected<Attrs> makeAttrs(const OpInfo &op, std::span<const NamedAttr> given, co
   for (size_t i = 0; i < op.attrs.size(); ++i) {
     if (seen[i]) continue;
     if (op.attrs[i].required)
-      diags.error("attr", loc, "'" + std::string(op.name) + "' requires attribute '" +
-                                   op.attrs[i].name + "' (" +
-                                   std::string(attrKindName(op.attrs[i].kind)) + ")");
+      diags.error("attr", loc,
+                  "'" + std::string(op.name) + "' requires attribute '" + op.attrs[i].name + "' (" +
+                      std::string(attrKindName(op.attrs[i].kind)) + ")");
     else
       attrs[i] = op.attrs[i].defaultValue;
   }
@@ -236,11 +237,11 @@ InferResult inferType(const OpInfo &op, std::span<const TensorType> operands, co
   const std::string name(op.name);
   int n = static_cast<int>(operands.size());
   if (n < op.minOperands || (op.maxOperands >= 0 && n > op.maxOperands)) {
-    std::string expected = op.maxOperands < 0 ? "at least " + std::to_string(op.minOperands)
-                           : op.minOperands == op.maxOperands
-                               ? std::to_string(op.minOperands)
-                               : std::to_string(op.minOperands) + " to " +
-                                     std::to_string(op.maxOperands);
+    std::string expected =
+        op.maxOperands < 0 ? "at least " + std::to_string(op.minOperands)
+        : op.minOperands == op.maxOperands
+            ? std::to_string(op.minOperands)
+            : std::to_string(op.minOperands) + " to " + std::to_string(op.maxOperands);
     std::string sig;
     for (const OperandSpec &o : op.operands)
       sig += (sig.empty() ? "" : ", ") + o.name + (o.optional ? "?" : o.variadic ? "..." : "");
@@ -265,7 +266,8 @@ InferResult inferType(const OpInfo &op, std::span<const TensorType> operands, co
   InferResult r = op.infer(InferArgs{op, operands, attrs});
   if (const auto *t = std::get_if<TensorType>(&r)) {
     for (int64_t d : t->shape)
-      FERRY_CHECK(d >= 0) << name << " inferred " << t->str() << " from " << describeTypes(operands);
+      FERRY_CHECK(d >= 0) << name << " inferred " << t->str() << " from "
+                          << describeTypes(operands);
   }
   return r;
 }
@@ -283,8 +285,7 @@ const AttrValue &attr(const OpInfo &op, const Attrs &attrs, std::string_view nam
 }
 
 namespace {
-template <class T>
-const T &typed(const OpInfo &op, const Attrs &attrs, std::string_view name) {
+template <class T> const T &typed(const OpInfo &op, const Attrs &attrs, std::string_view name) {
   const AttrValue &v = attr(op, attrs, name);
   const T *p = std::get_if<T>(&v);
   FERRY_CHECK(p) << "attribute '" << name << "' of '" << op.name << "' is "
@@ -293,17 +294,27 @@ const T &typed(const OpInfo &op, const Attrs &attrs, std::string_view name) {
 }
 }  // namespace
 
-int64_t attrInt(const OpInfo &op, const Attrs &a, std::string_view n) { return typed<int64_t>(op, a, n); }
-double attrFloat(const OpInfo &op, const Attrs &a, std::string_view n) { return typed<double>(op, a, n); }
-bool attrBool(const OpInfo &op, const Attrs &a, std::string_view n) { return typed<bool>(op, a, n); }
+int64_t attrInt(const OpInfo &op, const Attrs &a, std::string_view n) {
+  return typed<int64_t>(op, a, n);
+}
+double attrFloat(const OpInfo &op, const Attrs &a, std::string_view n) {
+  return typed<double>(op, a, n);
+}
+bool attrBool(const OpInfo &op, const Attrs &a, std::string_view n) {
+  return typed<bool>(op, a, n);
+}
 const std::vector<int64_t> &attrInts(const OpInfo &op, const Attrs &a, std::string_view n) {
   return typed<std::vector<int64_t>>(op, a, n);
 }
 const std::string &attrString(const OpInfo &op, const Attrs &a, std::string_view n) {
   return typed<std::string>(op, a, n);
 }
-DType attrDType(const OpInfo &op, const Attrs &a, std::string_view n) { return typed<DType>(op, a, n); }
-Device attrDevice(const OpInfo &op, const Attrs &a, std::string_view n) { return typed<Device>(op, a, n); }
+DType attrDType(const OpInfo &op, const Attrs &a, std::string_view n) {
+  return typed<DType>(op, a, n);
+}
+Device attrDevice(const OpInfo &op, const Attrs &a, std::string_view n) {
+  return typed<Device>(op, a, n);
+}
 const TensorData &attrTensor(const OpInfo &op, const Attrs &a, std::string_view n) {
   return typed<TensorData>(op, a, n);
 }

@@ -80,22 +80,38 @@ class Printer {
     for (NodeId id : g_.order()) node(g_.node(id));
     for (const OutputDecl &o : g_.outputs())
       line("output " + valueRef(g_, o.value) + device(o.pin, o.value), o.loc);
+    flushLines();
     out_ += "}\n";
     return std::move(out_);
   }
 
  private:
-  void line(const std::string &text, const Location &loc) {
-    out_ += "  " + text;
+  void line(std::string text, const Location &loc) {
+    std::string where;
     if (options_.locations && loc.known()) {
       // A file name with a line break would end the statement early; it prints as a space
       // (and so reads back as a plain comment).
-      std::string where = loc.str();
+      where = loc.str();
       for (char &c : where)
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-      out_ += "  # " + where;
     }
-    out_ += "\n";
+    lines_.push_back({std::move(text), std::move(where)});
+  }
+
+  // Writes the statements with their location comments aligned in one column, so the code
+  // reads as a block and the origins as another; very long statements are not padded for.
+  void flushLines() {
+    constexpr size_t kMaxColumn = 72;
+    size_t column = 0;
+    for (const auto &[text, where] : lines_)
+      if (!where.empty() && text.size() <= kMaxColumn) column = std::max(column, text.size());
+    for (const auto &[text, where] : lines_) {
+      out_ += "  " + text;
+      if (!where.empty())
+        out_ += std::string(column > text.size() ? column - text.size() : 0, ' ') + "  # " + where;
+      out_ += "\n";
+    }
+    lines_.clear();
   }
 
   std::string typed(ValueId v) const { return valueRef(g_, v) + " : " + g_.value(v).type.str(); }
@@ -146,6 +162,7 @@ class Printer {
   const Graph &g_;
   const PrintOptions &options_;
   std::vector<std::string> npyPaths_;
+  std::vector<std::pair<std::string, std::string>> lines_;  // statement, location ("" if none)
   std::string out_;
 };
 

@@ -25,8 +25,7 @@ InferError fail(const InferArgs &a, std::string code, const std::string &message
 
 /// "operand 1 (weight) f32[8,3]"
 std::string operandStr(const InferArgs &a, size_t i) {
-  return "operand " + std::to_string(i) + " (" + a.op.operand(i).name + ") " +
-         a.operands[i].str();
+  return "operand " + std::to_string(i) + " (" + a.op.operand(i).name + ") " + a.operands[i].str();
 }
 
 /// "stride=[1, 0]", as the attribute is written in `.fy`.
@@ -93,22 +92,20 @@ std::variant<Shape, std::string> broadcastAll(const std::vector<std::string> &la
 }
 
 /// Normalises `axes` against `rank`; out-of-range axes are "shape" errors, repeats "attr" errors.
-std::variant<std::vector<int64_t>, InferError> normalizeAxes(const InferArgs &a,
-                                                             std::string_view attrName,
-                                                             const std::vector<int64_t> &axes,
-                                                             int64_t rank,
-                                                             const std::string &rankOf) {
+std::variant<std::vector<int64_t>, InferError>
+normalizeAxes(const InferArgs &a, std::string_view attrName, const std::vector<int64_t> &axes,
+              int64_t rank, const std::string &rankOf) {
   std::vector<int64_t> out;
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (int64_t axis : axes) {
     std::optional<int64_t> n = normalizeAxis(axis, rank);
     if (!n)
-      return fail(a, "shape", attrStr(a, attrName) + ": axis " + std::to_string(axis) +
-                                  " is out of range for " + rankOf + " (rank " +
-                                  std::to_string(rank) + ")");
+      return fail(a, "shape",
+                  attrStr(a, attrName) + ": axis " + std::to_string(axis) +
+                      " is out of range for " + rankOf + " (rank " + std::to_string(rank) + ")");
     if (seen[*n])
-      return fail(a, "attr", attrStr(a, attrName) + " names dim " + std::to_string(*n) +
-                                 " more than once");
+      return fail(a, "attr",
+                  attrStr(a, attrName) + " names dim " + std::to_string(*n) + " more than once");
     seen[*n] = true;
     out.push_back(*n);
   }
@@ -119,8 +116,9 @@ std::variant<int64_t, InferError> normalizeOne(const InferArgs &a, std::string_v
                                                int64_t rank, const std::string &rankOf) {
   std::optional<int64_t> n = normalizeAxis(attrInt(a.op, a.attrs, attrName), rank);
   if (!n)
-    return fail(a, "shape", attrStr(a, attrName) + " is out of range for " + rankOf + " (rank " +
-                                std::to_string(rank) + ")");
+    return fail(a, "shape",
+                attrStr(a, attrName) + " is out of range for " + rankOf + " (rank " +
+                    std::to_string(rank) + ")");
   return *n;
 }
 
@@ -142,8 +140,8 @@ std::optional<InferError> pairAttr(const InferArgs &a, std::string_view name, in
   if (v.size() != 2) return fail(a, "attr", attrStr(a, name) + " must have 2 values [h, w]");
   for (int64_t x : v)
     if (x < minValue)
-      return fail(a, "attr", attrStr(a, name) + " must be " +
-                                 (minValue > 0 ? "positive" : "non-negative"));
+      return fail(a, "attr",
+                  attrStr(a, name) + " must be " + (minValue > 0 ? "positive" : "non-negative"));
   out = {v[0], v[1]};
   return std::nullopt;
 }
@@ -152,8 +150,9 @@ std::optional<InferError> pairAttr(const InferArgs &a, std::string_view name, in
 std::optional<InferError> paddingAttr(const InferArgs &a, Pair &begin, Pair &end) {
   const std::vector<int64_t> &v = ints(a, "padding");
   if (v.size() != 2 && v.size() != 4)
-    return fail(a, "attr", attrStr(a, "padding") +
-                               " must have 2 values [h, w] or 4 [top, left, bottom, right]");
+    return fail(a, "attr",
+                attrStr(a, "padding") +
+                    " must have 2 values [h, w] or 4 [top, left, bottom, right]");
   for (int64_t x : v)
     if (x < 0) return fail(a, "attr", attrStr(a, "padding") + " must be non-negative");
   begin = {v[0], v[1]};
@@ -194,15 +193,16 @@ std::variant<Pair, InferError> windowOutput(const InferArgs &a, const Window &w,
     std::optional<int64_t> n = windowCount(in, w.kernel[i], w.stride[i], w.dilation[i],
                                            w.padBegin[i], w.padEnd[i], w.ceilMode);
     if (!n)
-      return fail(a, "attr", "window sizes overflow: " + kernelOf + ", dilation " +
-                                 shapeStr(w.dilation) + ", padding " + attrStr(a, "padding"));
+      return fail(a, "attr",
+                  "window sizes overflow: " + kernelOf + ", dilation " + shapeStr(w.dilation) +
+                      ", padding " + attrStr(a, "padding"));
     if (*n < 0)
       return fail(a, "shape",
-                  "the kernel does not fit " + operandStr(a, 0) + ": dim " +
-                      std::to_string(2 + i) + " is " + std::to_string(in) + " + padding " +
-                      std::to_string(w.padBegin[i]) + " + " + std::to_string(w.padEnd[i]) +
-                      " < kernel extent " + std::to_string(w.dilation[i] * (w.kernel[i] - 1) + 1) +
-                      " (" + kernelOf + ", dilation " + shapeStr(w.dilation) + ")");
+                  "the kernel does not fit " + operandStr(a, 0) + ": dim " + std::to_string(2 + i) +
+                      " is " + std::to_string(in) + " + padding " + std::to_string(w.padBegin[i]) +
+                      " + " + std::to_string(w.padEnd[i]) + " < kernel extent " +
+                      std::to_string(w.dilation[i] * (w.kernel[i] - 1) + 1) + " (" + kernelOf +
+                      ", dilation " + shapeStr(w.dilation) + ")");
     out[i] = *n;
   }
   return out;
@@ -255,9 +255,9 @@ InferResult inferMatmul(const InferArgs &a) {
   // numpy.matmul: a 1-D a is a row [1, K], a 1-D b a column [K, 1]; the added dim is dropped.
   int64_t kx = x.back(), ky = y.size() == 1 ? y[0] : y[y.size() - 2];
   if (kx != ky)
-    return fail(a, "shape", "cannot multiply " + operandStr(a, 0) + " by " + operandStr(a, 1) +
-                                ": contracted dims are " + std::to_string(kx) + " vs " +
-                                std::to_string(ky));
+    return fail(a, "shape",
+                "cannot multiply " + operandStr(a, 0) + " by " + operandStr(a, 1) +
+                    ": contracted dims are " + std::to_string(kx) + " vs " + std::to_string(ky));
   Shape bx(x.begin(), x.end() - std::min<size_t>(x.size(), 2));
   Shape by(y.begin(), y.end() - std::min<size_t>(y.size(), 2));
   auto r = broadcastAll({"the batch dims " + shapeStr(bx) + " of " + operandStr(a, 0),
@@ -275,9 +275,9 @@ InferResult inferLinear(const InferArgs &a) {
   if (x.empty()) return fail(a, "shape", operandStr(a, 0) + " must be at least 1-D [..., in]");
   if (w.size() != 2) return fail(a, "shape", operandStr(a, 1) + " must be 2-D [out, in]");
   if (x.back() != w[1])
-    return fail(a, "shape", operandStr(a, 0) + " has " + std::to_string(x.back()) +
-                                " input features but " + operandStr(a, 1) + " [out, in] takes " +
-                                std::to_string(w[1]));
+    return fail(a, "shape",
+                operandStr(a, 0) + " has " + std::to_string(x.back()) + " input features but " +
+                    operandStr(a, 1) + " [out, in] takes " + std::to_string(w[1]));
   if (a.operands.size() > 2)
     if (auto e = expectVector(a, 2, w[0], "the output features of " + operandStr(a, 1))) return *e;
   Shape out(x.begin(), x.end() - 1);
@@ -296,17 +296,19 @@ InferResult inferConv2d(const InferArgs &a) {
   if (groups < 1) return fail(a, "attr", attrStr(a, "groups") + " must be positive");
   const Shape &x = a.operands[0].shape, &wt = a.operands[1].shape;
   if (x[1] % groups != 0)
-    return fail(a, "shape", attrStr(a, "groups") + " does not divide the " +
-                                std::to_string(x[1]) + " channels of " + operandStr(a, 0));
+    return fail(a, "shape",
+                attrStr(a, "groups") + " does not divide the " + std::to_string(x[1]) +
+                    " channels of " + operandStr(a, 0));
   if (wt[0] % groups != 0)
-    return fail(a, "shape", attrStr(a, "groups") + " does not divide the " +
-                                std::to_string(wt[0]) + " output channels of " + operandStr(a, 1));
+    return fail(a, "shape",
+                attrStr(a, "groups") + " does not divide the " + std::to_string(wt[0]) +
+                    " output channels of " + operandStr(a, 1));
   if (wt[1] != x[1] / groups)
-    return fail(a, "shape", operandStr(a, 1) + " takes " + std::to_string(wt[1]) +
-                                " input channels per group but " + operandStr(a, 0) + " with " +
-                                attrStr(a, "groups") + " has " + std::to_string(x[1] / groups));
-  if (wt[2] < 1 || wt[3] < 1)
-    return fail(a, "shape", operandStr(a, 1) + " has an empty kernel");
+    return fail(a, "shape",
+                operandStr(a, 1) + " takes " + std::to_string(wt[1]) +
+                    " input channels per group but " + operandStr(a, 0) + " with " +
+                    attrStr(a, "groups") + " has " + std::to_string(x[1] / groups));
+  if (wt[2] < 1 || wt[3] < 1) return fail(a, "shape", operandStr(a, 1) + " has an empty kernel");
   if (a.operands.size() > 2)
     if (auto e = expectVector(a, 2, wt[0], "the output channels of " + operandStr(a, 1))) return *e;
   w.kernel = {wt[2], wt[3]};
@@ -336,12 +338,13 @@ InferResult inferPool2d(const InferArgs &a) {
     std::optional<int64_t> extent = checkedMul(w.dilation[i], w.kernel[i] - 1);
     int64_t half = extent ? (*extent + 1) / 2 : kMaxElements;
     if (std::max(w.padBegin[i], w.padEnd[i]) > half)
-      return fail(a, "attr", attrStr(a, "padding") + " exceeds half the kernel extent in dim " +
-                                 std::to_string(2 + i) + " (" + attrStr(a, "kernel") +
-                                 ", at most " + std::to_string(half) + ")");
+      return fail(a, "attr",
+                  attrStr(a, "padding") + " exceeds half the kernel extent in dim " +
+                      std::to_string(2 + i) + " (" + attrStr(a, "kernel") + ", at most " +
+                      std::to_string(half) + ")");
     if (x[2 + i] == 0)
-      return fail(a, "shape", operandStr(a, 0) + " has an empty spatial dim " +
-                                  std::to_string(2 + i));
+      return fail(a, "shape",
+                  operandStr(a, 0) + " has an empty spatial dim " + std::to_string(2 + i));
   }
   auto hw = windowOutput(a, w, attrStr(a, "kernel"));
   if (auto *e = std::get_if<InferError>(&hw)) return *e;
@@ -370,9 +373,9 @@ InferResult inferLayerNorm(const InferArgs &a) {
   Shape normalized(x.begin() + std::get<int64_t>(axis), x.end());
   for (size_t i = 1; i < a.operands.size(); ++i)
     if (a.operands[i].shape != normalized)
-      return fail(a, "shape", operandStr(a, i) + " must have shape " + shapeStr(normalized) +
-                                  " (the dims of " + operandStr(a, 0) + " from " +
-                                  attrStr(a, "axis") + ")");
+      return fail(a, "shape",
+                  operandStr(a, i) + " must have shape " + shapeStr(normalized) + " (the dims of " +
+                      operandStr(a, 0) + " from " + attrStr(a, "axis") + ")");
   return sameShape(a, resultDType(a));
 }
 
@@ -389,10 +392,13 @@ InferResult inferReduce(const InferArgs &a) {
   for (size_t i = 0; i < x.size(); ++i) {
     // torch.max has no identity to return for an empty reduction.
     if (reduced[i] && x[i] == 0 && a.op.kind == OpKind::Max)
-      return fail(a, "shape", "cannot reduce the empty dim " + std::to_string(i) + " of " +
-                                  operandStr(a, 0) + ": max has no identity");
-    if (!reduced[i]) out.push_back(x[i]);
-    else if (keepdims) out.push_back(1);
+      return fail(a, "shape",
+                  "cannot reduce the empty dim " + std::to_string(i) + " of " + operandStr(a, 0) +
+                      ": max has no identity");
+    if (!reduced[i])
+      out.push_back(x[i]);
+    else if (keepdims)
+      out.push_back(1);
   }
   return done(a, TensorType{resultDType(a), out});
 }
@@ -422,22 +428,22 @@ InferResult inferReshape(const InferArgs &a) {
     }
   }
   std::optional<int64_t> n = checkedNumel(a.operands[0].shape);
-  if (!known || !n) return fail(a, "shape", target + " or " + operandStr(a, 0) +
-                                                " has more than 2^62 elements");
+  if (!known || !n)
+    return fail(a, "shape", target + " or " + operandStr(a, 0) + " has more than 2^62 elements");
   std::string from = operandStr(a, 0) + " (" + std::to_string(*n) + " elements)";
   Shape out = shape;
   if (inferred) {
     // A -1 next to a 0 could be any size.
-    if (*known == 0)
-      return fail(a, "shape", "cannot infer the -1 in " + target + " for " + from);
+    if (*known == 0) return fail(a, "shape", "cannot infer the -1 in " + target + " for " + from);
     if (*n % *known != 0)
-      return fail(a, "shape", "cannot reshape " + from + " to " + target + ": " +
-                                  std::to_string(*n) + " is not a multiple of " +
-                                  std::to_string(*known));
+      return fail(a, "shape",
+                  "cannot reshape " + from + " to " + target + ": " + std::to_string(*n) +
+                      " is not a multiple of " + std::to_string(*known));
     out[*inferred] = *n / *known;
   } else if (*known != *n) {
-    return fail(a, "shape", "cannot reshape " + from + " to " + target + " (" +
-                                std::to_string(*known) + " elements)");
+    return fail(a, "shape",
+                "cannot reshape " + from + " to " + target + " (" + std::to_string(*known) +
+                    " elements)");
   }
   return done(a, TensorType{resultDType(a), out});
 }
@@ -448,9 +454,9 @@ InferResult inferTranspose(const InferArgs &a) {
   if (perm.empty())
     for (int64_t i = a.operands[0].rank(); i-- > 0;) perm.push_back(i);
   if (perm.size() != x.size())
-    return fail(a, "shape", attrStr(a, "perm") + " has " + std::to_string(perm.size()) +
-                                " entries but " + operandStr(a, 0) + " has rank " +
-                                std::to_string(x.size()));
+    return fail(a, "shape",
+                attrStr(a, "perm") + " has " + std::to_string(perm.size()) + " entries but " +
+                    operandStr(a, 0) + " has rank " + std::to_string(x.size()));
   auto axes = normalizeAxes(a, "perm", perm, a.operands[0].rank(), operandStr(a, 0));
   if (auto *e = std::get_if<InferError>(&axes)) return *e;
   Shape out;
@@ -468,15 +474,15 @@ InferResult inferConcat(const InferArgs &a) {
   for (size_t i = 1; i < a.operands.size(); ++i) {
     const Shape &s = a.operands[i].shape;
     if (s.size() != first.size())
-      return fail(a, "shape", operandStr(a, i) + " has rank " + std::to_string(s.size()) +
-                                  " but " + operandStr(a, 0) + " has rank " +
-                                  std::to_string(first.size()));
+      return fail(a, "shape",
+                  operandStr(a, i) + " has rank " + std::to_string(s.size()) + " but " +
+                      operandStr(a, 0) + " has rank " + std::to_string(first.size()));
     for (size_t d = 0; d < s.size(); ++d)
       if (d != axis && s[d] != first[d])
-        return fail(a, "shape", operandStr(a, i) + " does not match " + operandStr(a, 0) +
-                                    " in dim " + std::to_string(d) + ": " + std::to_string(s[d]) +
-                                    " vs " + std::to_string(first[d]) + " (only " +
-                                    attrStr(a, "axis") + " may differ)");
+        return fail(a, "shape",
+                    operandStr(a, i) + " does not match " + operandStr(a, 0) + " in dim " +
+                        std::to_string(d) + ": " + std::to_string(s[d]) + " vs " +
+                        std::to_string(first[d]) + " (only " + attrStr(a, "axis") + " may differ)");
     std::optional<int64_t> sum = checkedAdd(out[axis], s[axis]);
     if (!sum) return fail(a, "shape", "concatenated dim " + std::to_string(axis) + " overflows");
     out[axis] = *sum;
@@ -488,12 +494,12 @@ InferResult inferSlice(const InferArgs &a) {
   const std::vector<int64_t> &starts = ints(a, "starts"), &ends = ints(a, "ends");
   std::vector<int64_t> axes = ints(a, "axes"), steps = ints(a, "steps");
   if (ends.size() != starts.size())
-    return fail(a, "attr", attrStr(a, "starts") + " and " + attrStr(a, "ends") +
-                               " differ in length");
+    return fail(a, "attr",
+                attrStr(a, "starts") + " and " + attrStr(a, "ends") + " differ in length");
   for (std::string_view name : {"axes", "steps"})
     if (!ints(a, name).empty() && ints(a, name).size() != starts.size())
-      return fail(a, "attr", attrStr(a, name) + " and " + attrStr(a, "starts") +
-                                 " differ in length");
+      return fail(a, "attr",
+                  attrStr(a, name) + " and " + attrStr(a, "starts") + " differ in length");
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   if (steps.empty()) steps.assign(starts.size(), 1);
@@ -504,28 +510,29 @@ InferResult inferSlice(const InferArgs &a) {
   Shape out = a.operands[0].shape;
   const std::vector<int64_t> &dims = std::get<std::vector<int64_t>>(norm);
   for (size_t i = 0; i < dims.size(); ++i) {
-    // ONNX Slice: negative bounds count from the end, then clamp to [0, d] for positive steps,
-    // start to [0, d-1] and end to [-1, d-1] for negative ones. Adding d >= 0 to a negative
-    // bound cannot overflow.
-    int64_t d = out[dims[i]], step = steps[i];
+    int64_t d = out[dims[i]];
     if (d < 0) continue;  // a broken operand; done() reports it
-    int64_t start = starts[i] < 0 ? starts[i] + d : starts[i];
-    int64_t end = ends[i] < 0 ? ends[i] + d : ends[i];
-    int64_t count = 0;
-    if (step > 0) {
-      start = std::clamp<int64_t>(start, 0, d);
-      end = std::clamp<int64_t>(end, 0, d);
-      if (end > start) count = (end - start - 1) / step + 1;
-    } else if (d > 0) {
-      start = std::clamp<int64_t>(start, 0, d - 1);
-      end = std::clamp<int64_t>(end, -1, d - 1);
-      // -step overflows for the lowest int64; any step longer than the dim takes one element.
-      int64_t magnitude = step == kLowest ? std::numeric_limits<int64_t>::max() : -step;
-      if (start > end) count = (start - end - 1) / magnitude + 1;
-    }
-    out[dims[i]] = count;
+    out[dims[i]] = resolveSliceDim(starts[i], ends[i], steps[i], d).count;
   }
   return done(a, TensorType{resultDType(a), out});
+}
+
+SliceDim resolveSliceDim(int64_t start, int64_t end, int64_t step, int64_t dim) {
+  FERRY_CHECK(step != 0 && dim >= 0) << "slice step " << step << " on dim " << dim;
+  // Adding dim >= 0 to a negative bound cannot overflow.
+  start = start < 0 ? start + dim : start;
+  end = end < 0 ? end + dim : end;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    return {start, end > start ? (end - start - 1) / step + 1 : 0};
+  }
+  if (dim == 0) return {0, 0};
+  start = std::clamp<int64_t>(start, 0, dim - 1);
+  end = std::clamp<int64_t>(end, -1, dim - 1);
+  // -step overflows for the lowest int64; any step longer than the dim takes one element.
+  int64_t magnitude = step == kLowest ? std::numeric_limits<int64_t>::max() : -step;
+  return {start, start > end ? (start - end - 1) / magnitude + 1 : 0};
 }
 
 InferResult inferGather(const InferArgs &a) {
@@ -536,8 +543,9 @@ InferResult inferGather(const InferArgs &a) {
   size_t axis = static_cast<size_t>(std::get<int64_t>(axisOr));
   std::optional<int64_t> picks = checkedNumel(a.operands[1].shape);
   if (data[axis] == 0 && picks && *picks != 0)
-    return fail(a, "shape", "cannot take " + operandStr(a, 1) + " from the empty dim " +
-                                std::to_string(axis) + " of " + operandStr(a, 0));
+    return fail(a, "shape",
+                "cannot take " + operandStr(a, 1) + " from the empty dim " + std::to_string(axis) +
+                    " of " + operandStr(a, 0));
   Shape out(data.begin(), data.begin() + axis);
   out.insert(out.end(), a.operands[1].shape.begin(), a.operands[1].shape.end());
   out.insert(out.end(), data.begin() + axis + 1, data.end());
@@ -568,9 +576,9 @@ InferResult inferSqueeze(const InferArgs &a) {
     if (auto *e = std::get_if<InferError>(&axes)) return *e;
     for (int64_t axis : std::get<std::vector<int64_t>>(axes)) {
       if (x[axis] != 1)
-        return fail(a, "shape", "cannot squeeze dim " + std::to_string(axis) + " of " +
-                                    operandStr(a, 0) + ": its size is " + std::to_string(x[axis]) +
-                                    ", not 1");
+        return fail(a, "shape",
+                    "cannot squeeze dim " + std::to_string(axis) + " of " + operandStr(a, 0) +
+                        ": its size is " + std::to_string(x[axis]) + ", not 1");
       drop[axis] = true;
     }
   }
@@ -590,8 +598,9 @@ InferResult inferFlatten(const InferArgs &a) {
   if (auto *e = std::get_if<InferError>(&end)) return *e;
   int64_t first = std::get<int64_t>(start), last = std::get<int64_t>(end);
   if (first > last)
-    return fail(a, "shape", attrStr(a, "start") + " comes after " + attrStr(a, "end") + " for " +
-                                operandStr(a, 0));
+    return fail(a, "shape",
+                attrStr(a, "start") + " comes after " + attrStr(a, "end") + " for " +
+                    operandStr(a, 0));
   std::optional<int64_t> merged = checkedNumel(
       std::span<const int64_t>(x).subspan(first, static_cast<size_t>(last - first + 1)));
   if (!merged) return fail(a, "shape", operandStr(a, 0) + " has more than 2^62 elements");
@@ -604,10 +613,10 @@ InferResult inferFlatten(const InferArgs &a) {
 InferResult inferExpand(const InferArgs &a) {
   const std::vector<int64_t> &shape = ints(a, "shape");
   for (int64_t d : shape)
-    if (d < 0) return fail(a, "attr", attrStr(a, "shape") + " has the negative size " +
-                                          std::to_string(d));
-  auto r = broadcastAll({operandStr(a, 0), "shape " + shapeStr(shape)},
-                        {a.operands[0].shape, shape});
+    if (d < 0)
+      return fail(a, "attr", attrStr(a, "shape") + " has the negative size " + std::to_string(d));
+  auto r =
+      broadcastAll({operandStr(a, 0), "shape " + shapeStr(shape)}, {a.operands[0].shape, shape});
   if (auto *msg = std::get_if<std::string>(&r)) return fail(a, "shape", *msg);
   return done(a, TensorType{resultDType(a), std::get<Shape>(r)});
 }

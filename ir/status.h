@@ -1,4 +1,5 @@
-// ir/status.h — recoverable errors as values (Status, Expected<T>) and invariant checks (FERRY_CHECK).
+// ir/status.h — recoverable errors as values (Status, Expected<T>) and invariant checks
+// (FERRY_CHECK).
 //
 // Two kinds of error, never mixed: what a user can cause (bad input, options, files, API misuse)
 // is returned as a Status/Expected carrying diagnostics; a broken invariant of ferry itself is a
@@ -30,9 +31,9 @@ class CheckFailure {
 }  // namespace ferry
 
 /// Aborts with file:line when an invariant of ferry itself is broken: `FERRY_CHECK(x) << "why"`.
-#define FERRY_CHECK(cond) \
-  if (cond) {             \
-  } else                  \
+#define FERRY_CHECK(cond)                                                                          \
+  if (cond) {                                                                                      \
+  } else                                                                                           \
     ::ferry::detail::CheckFailure(__FILE__, __LINE__, #cond).stream()
 
 namespace ferry {
@@ -58,8 +59,7 @@ class [[nodiscard]] Status {
 Status makeError(std::string code, std::string message, Location loc = {});
 
 /// A value or the diagnostics that say why there is none.
-template <class T>
-class [[nodiscard]] Expected {
+template <class T> class [[nodiscard]] Expected {
  public:
   Expected(T value) : v_(std::move(value)) {}
   Expected(Status status) : v_(std::move(status)) {
@@ -83,12 +83,10 @@ class [[nodiscard]] Expected {
   std::variant<T, Status> v_;
 };
 
-
 }  // namespace ferry
 
 /// Returns the Status of `expr` from the enclosing function when it failed.
-#define FERRY_TRY(expr)                                  \
-  do {                                                   \
-    if (::ferry::Status ferry_status_ = (expr); !ferry_status_.ok()) \
-      return ferry_status_;                              \
+#define FERRY_TRY(expr)                                                                            \
+  do {                                                                                             \
+    if (::ferry::Status ferry_status_ = (expr); !ferry_status_.ok()) return ferry_status_;         \
   } while (0)

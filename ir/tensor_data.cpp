@@ -13,28 +13,28 @@ namespace ferry {
 
 namespace {
 
-template <class T>
-T load(const std::byte *p) {
+template <class T> T load(const std::byte *p) {
   T v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 
-template <class T>
-void store(std::byte *p, T v) {
-  std::memcpy(p, &v, sizeof v);
-}
+template <class T> void store(std::byte *p, T v) { std::memcpy(p, &v, sizeof v); }
 
 // Stores an integer the caller has range-checked; a value out of range is a bug.
-template <class T>
-void storeInRange(std::byte *p, int64_t v, int64_t lo, int64_t hi) {
+template <class T> void storeInRange(std::byte *p, int64_t v, int64_t lo, int64_t hi) {
   FERRY_CHECK(v >= lo && v <= hi) << v << " is out of range [" << lo << ", " << hi << "]";
   store<T>(p, static_cast<T>(v));
 }
 
+template <class I> I clampTo(int64_t v) {
+  if (v < static_cast<int64_t>(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
+  if (v > static_cast<int64_t>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  return static_cast<I>(v);
+}
+
 // Truncate toward zero, saturate at the range of I, NaN -> 0.
-template <class I>
-I saturate(double v) {
+template <class I> I saturate(double v) {
   if (std::isnan(v)) return 0;
   double t = std::trunc(v);
   if (t <= static_cast<double>(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
@@ -65,7 +65,8 @@ double loadDouble(DType t, const std::byte *p) {
     case DType::I8: return load<int8_t>(p);
     case DType::I32: return load<int32_t>(p);
     case DType::I64: return static_cast<double>(load<int64_t>(p));
-    case DType::F16: return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(load<uint16_t>(p)));
+    case DType::F16:
+      return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(load<uint16_t>(p)));
     case DType::BF16:
       return static_cast<float>(Eigen::numext::bit_cast<Eigen::bfloat16>(load<uint16_t>(p)));
     case DType::F32: return load<float>(p);
@@ -87,11 +88,33 @@ void storeDouble(DType t, std::byte *p, double v) {
       store<uint16_t>(p, Eigen::numext::bit_cast<uint16_t>(Eigen::half(static_cast<float>(v))));
       return;
     case DType::BF16:
-      store<uint16_t>(p,
-                      Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(static_cast<float>(v))));
+      store<uint16_t>(p, Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(static_cast<float>(v))));
       return;
     case DType::F32: store<float>(p, static_cast<float>(v)); return;
     case DType::F64: store<double>(p, v); return;
+  }
+}
+
+int64_t loadInt(DType t, const std::byte *p) {
+  switch (t) {
+    case DType::Bool: return load<uint8_t>(p) != 0;
+    case DType::U8: return load<uint8_t>(p);
+    case DType::I8: return load<int8_t>(p);
+    case DType::I32: return load<int32_t>(p);
+    case DType::I64: return load<int64_t>(p);
+    default: FERRY_CHECK(false) << "loadInt on " << dtypeName(t);
+  }
+  return 0;
+}
+
+void storeIntSaturating(DType t, std::byte *p, int64_t v) {
+  switch (t) {
+    case DType::Bool: store<uint8_t>(p, v != 0); return;
+    case DType::U8: store<uint8_t>(p, clampTo<uint8_t>(v)); return;
+    case DType::I8: store<int8_t>(p, clampTo<int8_t>(v)); return;
+    case DType::I32: store<int32_t>(p, clampTo<int32_t>(v)); return;
+    case DType::I64: store<int64_t>(p, v); return;
+    default: FERRY_CHECK(false) << "storeIntSaturating on " << dtypeName(t);
   }
 }
 
@@ -152,16 +175,7 @@ std::vector<double> TensorData::toDoubles() const {
 
 int64_t TensorData::atInt(int64_t i) const {
   FERRY_CHECK(i >= 0 && i < numel()) << "index " << i << " of " << type_.str();
-  const std::byte *p = bytes_->data() + i * dtypeSize(type_.dtype);
-  switch (type_.dtype) {
-    case DType::Bool: return load<uint8_t>(p) != 0;
-    case DType::U8: return load<uint8_t>(p);
-    case DType::I8: return load<int8_t>(p);
-    case DType::I32: return load<int32_t>(p);
-    case DType::I64: return load<int64_t>(p);
-    default: FERRY_CHECK(false) << "atInt on " << dtypeName(type_.dtype);
-  }
-  return 0;
+  return loadInt(type_.dtype, bytes_->data() + i * dtypeSize(type_.dtype));
 }
 
 void TensorData::setInt(int64_t i, int64_t v) {

@@ -59,5 +59,10 @@ double loadDouble(DType t, const std::byte *p);
 /// Writes `v` as dtype `t` at `p`. Floats round to nearest even (f16/bf16 via Eigen). Integers
 /// truncate toward zero and saturate at the type's range; NaN becomes 0. bool is `v != 0`.
 void storeDouble(DType t, std::byte *p, double v);
+/// Reads one element of a bool or integer dtype `t` at `p`, exactly.
+int64_t loadInt(DType t, const std::byte *p);
+/// Writes `v` as bool or integer dtype `t` at `p`, saturating at the type's range (bool:
+/// v != 0), so integer-to-integer conversion agrees with storeDouble.
+void storeIntSaturating(DType t, std::byte *p, int64_t v);
 
 }  // namespace ferry

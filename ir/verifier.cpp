@@ -4,7 +4,6 @@
 
 #include <unordered_set>
 
-
 namespace ferry {
 
 namespace {
@@ -25,9 +24,9 @@ bool checkAttrs(const Node &n, DiagnosticEngine &diags) {
     if (attrKind(n.attrs[i]) == op.attrs[i].kind) continue;
     ok = false;
     diags.error("verify", n.loc,
-                  "attribute '" + op.attrs[i].name + "' of '" + std::string(op.name) + "' is " +
-                      std::string(attrKindName(attrKind(n.attrs[i]))) + ", expected " +
-                      std::string(attrKindName(op.attrs[i].kind)));
+                "attribute '" + op.attrs[i].name + "' of '" + std::string(op.name) + "' is " +
+                    std::string(attrKindName(attrKind(n.attrs[i]))) + ", expected " +
+                    std::string(attrKindName(op.attrs[i].kind)));
   }
   return ok;
 }
@@ -83,14 +82,15 @@ Status verify(const Graph &g) {
     for (size_t i = 0; i < n.operands.size(); ++i) {
       ValueId o = n.operands[i];
       if (o < 0 || o >= valueCount) {
-        diags.error("verify", n.loc, "operand " + std::to_string(i) + " of '" + opName +
-                                         "' refers to no value");
+        diags.error("verify", n.loc,
+                    "operand " + std::to_string(i) + " of '" + opName + "' refers to no value");
         operandsOk = false;
         continue;
       }
       if (!defined[o]) {
-        diags.error("verify", n.loc, "operand " + std::to_string(i) + " of '" + opName + "' " +
-                                         ref(g, o) + " is used before it is defined");
+        diags.error("verify", n.loc,
+                    "operand " + std::to_string(i) + " of '" + opName + "' " + ref(g, o) +
+                        " is used before it is defined");
         operandsOk = false;
       }
       types.push_back(g.value(o).type);

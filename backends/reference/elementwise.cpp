@@ -22,19 +22,19 @@ double geluTanh(double x) {
 
 double unary(OpKind k, double x, bool tanhGelu) {
   switch (k) {
-  case OpKind::Neg: return -x;
-  case OpKind::Abs: return std::fabs(x);
-  case OpKind::Exp: return std::exp(x);
-  case OpKind::Log: return std::log(x);
-  case OpKind::Sqrt: return std::sqrt(x);
-  case OpKind::Rsqrt: return 1.0 / std::sqrt(x);
-  case OpKind::Tanh: return std::tanh(x);
-  case OpKind::Sigmoid: return sigmoid(x);
-  case OpKind::Relu: return std::isnan(x) ? x : x > 0 ? x : 0.0; // NaN stays, as torch
-  case OpKind::Gelu: return tanhGelu ? geluTanh(x) : geluExact(x);
-  case OpKind::Erf: return std::erf(x);
-  case OpKind::Silu: return x * sigmoid(x);
-  default: FERRY_CHECK(false) << "not a unary op";
+    case OpKind::Neg: return -x;
+    case OpKind::Abs: return std::fabs(x);
+    case OpKind::Exp: return std::exp(x);
+    case OpKind::Log: return std::log(x);
+    case OpKind::Sqrt: return std::sqrt(x);
+    case OpKind::Rsqrt: return 1.0 / std::sqrt(x);
+    case OpKind::Tanh: return std::tanh(x);
+    case OpKind::Sigmoid: return sigmoid(x);
+    case OpKind::Relu: return std::isnan(x) ? x : x > 0 ? x : 0.0;  // NaN stays, as torch
+    case OpKind::Gelu: return tanhGelu ? geluTanh(x) : geluExact(x);
+    case OpKind::Erf: return std::erf(x);
+    case OpKind::Silu: return x * sigmoid(x);
+    default: FERRY_CHECK(false) << "not a unary op";
   }
   return 0;
 }
@@ -43,25 +43,25 @@ bool isCompare(OpKind k) { return k == OpKind::Equal || k == OpKind::Less || k =
 
 template <class T> bool compare(OpKind k, T x, T y) {
   switch (k) {
-  case OpKind::Equal: return x == y;
-  case OpKind::Less: return x < y;
-  case OpKind::Greater: return x > y;
-  default: FERRY_CHECK(false) << "not a comparison";
+    case OpKind::Equal: return x == y;
+    case OpKind::Less: return x < y;
+    case OpKind::Greater: return x > y;
+    default: FERRY_CHECK(false) << "not a comparison";
   }
   return false;
 }
 
 double binary(OpKind k, double x, double y) {
   switch (k) {
-  case OpKind::Add: return x + y;
-  case OpKind::Sub: return x - y;
-  case OpKind::Mul: return x * y;
-  case OpKind::Div: return x / y; // true division, also for integers (the result is float)
-  case OpKind::Pow: return std::pow(x, y);
-  // NaN propagates through maximum/minimum, as torch.maximum (std::fmax would drop it).
-  case OpKind::Maximum: return std::isnan(x) || std::isnan(y) ? NAN : x > y ? x : y;
-  case OpKind::Minimum: return std::isnan(x) || std::isnan(y) ? NAN : x < y ? x : y;
-  default: FERRY_CHECK(false) << "not an arithmetic binary op";
+    case OpKind::Add: return x + y;
+    case OpKind::Sub: return x - y;
+    case OpKind::Mul: return x * y;
+    case OpKind::Div: return x / y;  // true division, also for integers (the result is float)
+    case OpKind::Pow: return std::pow(x, y);
+    // NaN propagates through maximum/minimum, as torch.maximum (std::fmax would drop it).
+    case OpKind::Maximum: return std::isnan(x) || std::isnan(y) ? NAN : x > y ? x : y;
+    case OpKind::Minimum: return std::isnan(x) || std::isnan(y) ? NAN : x < y ? x : y;
+    default: FERRY_CHECK(false) << "not an arithmetic binary op";
   }
   return 0;
 }
@@ -77,7 +77,7 @@ Shape broadcastAll(const KernelArgs &a) {
   return out;
 }
 
-} // namespace
+}  // namespace
 
 Expected<TensorData> evalUnary(const KernelArgs &a) {
   const TensorData &x = a.in(0);
@@ -139,4 +139,4 @@ Expected<TensorData> evalWhere(const KernelArgs &a) {
   return out;
 }
 
-} // namespace ferry::reference
+}  // namespace ferry::reference

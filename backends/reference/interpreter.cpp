@@ -25,46 +25,6 @@ void convertElem(const TensorData &from, int64_t src, TensorData &to, int64_t ds
     storeDouble(to.dtype(), elemPtr(to, dst), loadDouble(from.dtype(), elemPtr(from, src)));
 }
 
-int64_t loadInt(DType t, const std::byte *p) {
-  switch (t) {
-  case DType::Bool: return std::to_integer<uint8_t>(*p) != 0;
-  case DType::U8: return std::to_integer<uint8_t>(*p);
-  case DType::I8: return static_cast<int8_t>(std::to_integer<uint8_t>(*p));
-  case DType::I32: {
-    int32_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  }
-  case DType::I64: {
-    int64_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  }
-  default: FERRY_CHECK(false) << "loadInt on " << dtypeName(t);
-  }
-  return 0;
-}
-
-namespace {
-template <class I> void storeClamped(std::byte *p, int64_t v) {
-  I x = v < std::numeric_limits<I>::min()   ? std::numeric_limits<I>::min()
-        : v > std::numeric_limits<I>::max() ? std::numeric_limits<I>::max()
-                                            : static_cast<I>(v);
-  std::memcpy(p, &x, sizeof x);
-}
-} // namespace
-
-void storeIntSaturating(DType t, std::byte *p, int64_t v) {
-  switch (t) {
-  case DType::Bool: storeClamped<uint8_t>(p, v != 0); return;
-  case DType::U8: storeClamped<uint8_t>(p, v); return;
-  case DType::I8: storeClamped<int8_t>(p, v); return;
-  case DType::I32: storeClamped<int32_t>(p, v); return;
-  case DType::I64: storeClamped<int64_t>(p, v); return;
-  default: FERRY_CHECK(false) << "storeIntSaturating on " << dtypeName(t);
-  }
-}
-
 std::vector<int64_t> unravel(int64_t i, std::span<const int64_t> shape) {
   std::vector<int64_t> index(shape.size());
   for (size_t d = shape.size(); d-- > 0;) {
@@ -76,8 +36,7 @@ std::vector<int64_t> unravel(int64_t i, std::span<const int64_t> shape) {
 
 int64_t ravel(std::span<const int64_t> index, std::span<const int64_t> shape) {
   int64_t i = 0;
-  for (size_t d = 0; d < shape.size(); ++d)
-    i = i * shape[d] + index[d];
+  for (size_t d = 0; d < shape.size(); ++d) i = i * shape[d] + index[d];
   return i;
 }
 
@@ -115,15 +74,13 @@ Expected<std::array<int64_t, 2>> pairAttr(const KernelArgs &a, std::string_view 
 Expected<std::array<int64_t, 4>> padAttr(const KernelArgs &a) {
   const std::vector<int64_t> &v = a.intsAttr("padding");
   bool ok = v.size() == 2 || v.size() == 4;
-  for (int64_t p : v)
-    ok = ok && p >= 0;
+  for (int64_t p : v) ok = ok && p >= 0;
   if (!ok)
     return a.error("attr", "'" + std::string(a.op.name) +
                                "' padding must be 2 ints [h, w] or 4 [top, left, bottom, right], "
                                "each >= 0, got " +
                                attrValueStr(v));
-  if (v.size() == 2)
-    return std::array<int64_t, 4>{v[0], v[1], v[0], v[1]};
+  if (v.size() == 2) return std::array<int64_t, 4>{v[0], v[1], v[0], v[1]};
   return std::array<int64_t, 4>{v[0], v[1], v[2], v[3]};
 }
 
@@ -144,55 +101,55 @@ Expected<TensorData> evalOp(const OpInfo &op, std::span<const TensorData> operan
   KernelArgs a{op, operands, attrs, result, loc};
   // No default: a new row in ir/ops.def without a kernel here fails to compile (-Wswitch).
   switch (op.kind) {
-  case OpKind::Neg:
-  case OpKind::Abs:
-  case OpKind::Exp:
-  case OpKind::Log:
-  case OpKind::Sqrt:
-  case OpKind::Rsqrt:
-  case OpKind::Tanh:
-  case OpKind::Sigmoid:
-  case OpKind::Relu:
-  case OpKind::Gelu:
-  case OpKind::Erf:
-  case OpKind::Silu: return evalUnary(a);
-  case OpKind::Add:
-  case OpKind::Sub:
-  case OpKind::Mul:
-  case OpKind::Div:
-  case OpKind::Pow:
-  case OpKind::Maximum:
-  case OpKind::Minimum:
-  case OpKind::Equal:
-  case OpKind::Less:
-  case OpKind::Greater: return evalBinary(a);
-  case OpKind::Where: return evalWhere(a);
-  case OpKind::Matmul: return evalMatmul(a);
-  case OpKind::Linear: return evalLinear(a);
-  case OpKind::Conv2d: return evalConv2d(a);
-  case OpKind::MaxPool2d: return evalMaxPool2d(a);
-  case OpKind::AvgPool2d: return evalAvgPool2d(a);
-  case OpKind::GlobalAvgPool: return evalGlobalAvgPool(a);
-  case OpKind::BatchNorm: return evalBatchNorm(a);
-  case OpKind::LayerNorm: return evalLayerNorm(a);
-  case OpKind::Sum:
-  case OpKind::Mean:
-  case OpKind::Max: return evalReduce(a);
-  case OpKind::Softmax:
-  case OpKind::LogSoftmax: return evalSoftmax(a);
-  case OpKind::Reshape:
-  case OpKind::Unsqueeze:
-  case OpKind::Squeeze:
-  case OpKind::Flatten:
-  case OpKind::Transfer:
-  case OpKind::Identity: return evalCopy(a);
-  case OpKind::Transpose: return evalTranspose(a);
-  case OpKind::Concat: return evalConcat(a);
-  case OpKind::Slice: return evalSlice(a);
-  case OpKind::Gather: return evalGather(a);
-  case OpKind::Expand: return evalExpand(a);
-  case OpKind::Cast: return evalCast(a);
-  case OpKind::Constant: return evalConstant(a);
+    case OpKind::Neg:
+    case OpKind::Abs:
+    case OpKind::Exp:
+    case OpKind::Log:
+    case OpKind::Sqrt:
+    case OpKind::Rsqrt:
+    case OpKind::Tanh:
+    case OpKind::Sigmoid:
+    case OpKind::Relu:
+    case OpKind::Gelu:
+    case OpKind::Erf:
+    case OpKind::Silu: return evalUnary(a);
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+    case OpKind::Pow:
+    case OpKind::Maximum:
+    case OpKind::Minimum:
+    case OpKind::Equal:
+    case OpKind::Less:
+    case OpKind::Greater: return evalBinary(a);
+    case OpKind::Where: return evalWhere(a);
+    case OpKind::Matmul: return evalMatmul(a);
+    case OpKind::Linear: return evalLinear(a);
+    case OpKind::Conv2d: return evalConv2d(a);
+    case OpKind::MaxPool2d: return evalMaxPool2d(a);
+    case OpKind::AvgPool2d: return evalAvgPool2d(a);
+    case OpKind::GlobalAvgPool: return evalGlobalAvgPool(a);
+    case OpKind::BatchNorm: return evalBatchNorm(a);
+    case OpKind::LayerNorm: return evalLayerNorm(a);
+    case OpKind::Sum:
+    case OpKind::Mean:
+    case OpKind::Max: return evalReduce(a);
+    case OpKind::Softmax:
+    case OpKind::LogSoftmax: return evalSoftmax(a);
+    case OpKind::Reshape:
+    case OpKind::Unsqueeze:
+    case OpKind::Squeeze:
+    case OpKind::Flatten:
+    case OpKind::Transfer:
+    case OpKind::Identity: return evalCopy(a);
+    case OpKind::Transpose: return evalTranspose(a);
+    case OpKind::Concat: return evalConcat(a);
+    case OpKind::Slice: return evalSlice(a);
+    case OpKind::Gather: return evalGather(a);
+    case OpKind::Expand: return evalExpand(a);
+    case OpKind::Cast: return evalCast(a);
+    case OpKind::Constant: return evalConstant(a);
   }
   FERRY_CHECK(false) << "no reference kernel for '" << op.name << "'";
   return makeError("internal", "unreachable");
@@ -221,8 +178,7 @@ Status checkInputs(const Graph &graph, const std::map<std::string, TensorData> &
       continue;
     }
     const TensorType &got = it->second.type();
-    if (got == v.type)
-      continue;
+    if (got == v.type) continue;
     std::string what = got.dtype != v.type.dtype && got.shape != v.type.shape ? "dtype and shape"
                        : got.dtype != v.type.dtype                            ? "dtype"
                                                                               : "shape";
@@ -232,17 +188,15 @@ Status checkInputs(const Graph &graph, const std::map<std::string, TensorData> &
   }
   for (const auto &[name, data] : inputs) {
     std::optional<ValueId> v = graph.findValue(name);
-    if (v && graph.value(*v).kind == ValueKind::Input)
-      continue;
+    if (v && graph.value(*v).kind == ValueKind::Input) continue;
     diags.error("input", {}, "graph '" + graph.name() + "' has no input '" + name + "'")
         .note(inputList(graph));
   }
-  if (diags.hasErrors())
-    return Status(diags.take());
+  if (diags.hasErrors()) return Status(diags.take());
   return {};
 }
 
-} // namespace
+}  // namespace
 
 Expected<std::vector<TensorData>> run(const Graph &graph,
                                       const std::map<std::string, TensorData> &inputs) {
@@ -284,4 +238,4 @@ Expected<std::vector<TensorData>> run(const Graph &graph,
   return outputs;
 }
 
-} // namespace ferry::reference
+}  // namespace ferry::reference

@@ -54,12 +54,7 @@ void copyElem(const TensorData &from, int64_t src, TensorData &to, int64_t dst);
 /// Element `src` of `from` into element `dst` of `to`: raw bytes when the dtypes agree, else
 /// converted through double (loadDouble, storeDouble).
 void convertElem(const TensorData &from, int64_t src, TensorData &to, int64_t dst);
-/// An element of a bool or integer dtype, exactly.
-int64_t loadInt(DType t, const std::byte *p);
-/// Stores `v` in a bool or integer dtype, saturating at its range (bool: v != 0), so integer
-/// to integer conversions agree with storeDouble's saturation.
-void storeIntSaturating(DType t, std::byte *p, int64_t v);
-inline bool isIntegral(DType t) { return !isFloating(t); } // bool and integers
+inline bool isIntegral(DType t) { return !isFloating(t); }  // bool and integers
 
 /// Row-major multi-index of linear index `i` in `shape`, and back.
 std::vector<int64_t> unravel(int64_t i, std::span<const int64_t> shape);
@@ -68,13 +63,13 @@ int64_t ravel(std::span<const int64_t> index, std::span<const int64_t> shape);
 /// Maps a linear index into a broadcast output shape to the linear index of the element of an
 /// operand of shape `in` (NumPy rules: right-aligned, dims of 1 repeat) that it reads.
 class BroadcastIndex {
-public:
+ public:
   BroadcastIndex(std::span<const int64_t> out, std::span<const int64_t> in);
   int64_t operator()(int64_t outIndex) const;
 
-private:
+ private:
   Shape out_;
-  std::vector<int64_t> strides_; // per output dim; 0 where the operand broadcasts
+  std::vector<int64_t> strides_;  // per output dim; 0 where the operand broadcasts
 };
 
 /// Division rounding toward -inf / +inf (b > 0), for output sizes whose numerator may be < 0.
@@ -110,11 +105,11 @@ Expected<TensorData> evalGlobalAvgPool(const KernelArgs &a);
 // normalize.cpp
 Expected<TensorData> evalBatchNorm(const KernelArgs &a);
 Expected<TensorData> evalLayerNorm(const KernelArgs &a);
-Expected<TensorData> evalSoftmax(const KernelArgs &a); // softmax and log_softmax
-Expected<TensorData> evalReduce(const KernelArgs &a);  // sum, mean, max
+Expected<TensorData> evalSoftmax(const KernelArgs &a);  // softmax and log_softmax
+Expected<TensorData> evalReduce(const KernelArgs &a);   // sum, mean, max
 
 // movement.cpp
-Expected<TensorData> evalCopy(const KernelArgs &a); // same bytes, the result's shape
+Expected<TensorData> evalCopy(const KernelArgs &a);  // same bytes, the result's shape
 Expected<TensorData> evalTranspose(const KernelArgs &a);
 Expected<TensorData> evalConcat(const KernelArgs &a);
 Expected<TensorData> evalSlice(const KernelArgs &a);
@@ -123,4 +118,4 @@ Expected<TensorData> evalExpand(const KernelArgs &a);
 Expected<TensorData> evalCast(const KernelArgs &a);
 Expected<TensorData> evalConstant(const KernelArgs &a);
 
-} // namespace ferry::reference
+}  // namespace ferry::reference

@@ -12,10 +12,8 @@ Expected<TensorData> evalMatmul(const KernelArgs &a) {
   // numpy.matmul: a 1-D left operand is a row [1, k], a 1-D right operand a column [k, 1]; the
   // added dim is removed from the result again.
   bool xVec = xs.size() == 1, yVec = ys.size() == 1;
-  if (xVec)
-    xs.insert(xs.begin(), 1);
-  if (yVec)
-    ys.push_back(1);
+  if (xVec) xs.insert(xs.begin(), 1);
+  if (yVec) ys.push_back(1);
   int64_t n = xs[xs.size() - 2], k = xs.back(), m = ys.back();
   FERRY_CHECK(ys[ys.size() - 2] == k)
       << "'matmul' of " << x.type().str() << " and " << y.type().str();
@@ -23,10 +21,8 @@ Expected<TensorData> evalMatmul(const KernelArgs &a) {
   std::optional<Shape> batch = broadcastShapes(xBatch, yBatch);
   FERRY_CHECK(batch) << "'matmul' batch dims of " << x.type().str() << " and " << y.type().str();
   Shape outShape = *batch;
-  if (!xVec)
-    outShape.push_back(n);
-  if (!yVec)
-    outShape.push_back(m);
+  if (!xVec) outShape.push_back(n);
+  if (!yVec) outShape.push_back(m);
   checkShape(a, outShape);
 
   TensorData out(a.result.dtype, a.result.shape);
@@ -36,8 +32,7 @@ Expected<TensorData> evalMatmul(const KernelArgs &a) {
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < m; ++j) {
         double s = 0;
-        for (int64_t p = 0; p < k; ++p)
-          s += x.at(xo + i * k + p) * y.at(yo + p * m + j);
+        for (int64_t p = 0; p < k; ++p) s += x.at(xo + i * k + p) * y.at(yo + p * m + j);
         out.set((b * n + i) * m + j, s);
       }
     }
@@ -58,16 +53,13 @@ Expected<TensorData> evalLinear(const KernelArgs &a) {
   TensorData out(a.result.dtype, a.result.shape);
   // The bias is [out] in practice; any shape that broadcasts to the result is accepted.
   std::optional<BroadcastIndex> bi;
-  if (a.has(2))
-    bi.emplace(outShape, a.in(2).shape());
+  if (a.has(2)) bi.emplace(outShape, a.in(2).shape());
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t o = 0; o < outFeatures; ++o) {
       double s = 0;
-      for (int64_t i = 0; i < in; ++i)
-        s += x.at(r * in + i) * w.at(o * in + i);
+      for (int64_t i = 0; i < in; ++i) s += x.at(r * in + i) * w.at(o * in + i);
       int64_t idx = r * outFeatures + o;
-      if (bi)
-        s += a.in(2).at((*bi)(idx));
+      if (bi) s += a.in(2).at((*bi)(idx));
       out.set(idx, s);
     }
   }
@@ -77,14 +69,11 @@ Expected<TensorData> evalLinear(const KernelArgs &a) {
 Expected<TensorData> evalConv2d(const KernelArgs &a) {
   const TensorData &x = a.in(0), &w = a.in(1);
   Expected<std::array<int64_t, 2>> stride = pairAttr(a, "stride", 1);
-  if (!stride)
-    return std::move(stride).takeStatus();
+  if (!stride) return std::move(stride).takeStatus();
   Expected<std::array<int64_t, 2>> dilation = pairAttr(a, "dilation", 1);
-  if (!dilation)
-    return std::move(dilation).takeStatus();
+  if (!dilation) return std::move(dilation).takeStatus();
   Expected<std::array<int64_t, 4>> pad = padAttr(a);
-  if (!pad)
-    return std::move(pad).takeStatus();
+  if (!pad) return std::move(pad).takeStatus();
   int64_t groups = a.intAttr("groups");
   if (groups < 1)
     return a.error("attr", "'conv2d' groups must be >= 1, got " + std::to_string(groups));
@@ -107,19 +96,17 @@ Expected<TensorData> evalConv2d(const KernelArgs &a) {
   const int64_t Og = O / groups;
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t o = 0; o < O; ++o) {
-      const int64_t c0 = (o / Og) * Cg; // first input channel of o's group
+      const int64_t c0 = (o / Og) * Cg;  // first input channel of o's group
       for (int64_t oh = 0; oh < Ho; ++oh) {
         for (int64_t ow = 0; ow < Wo; ++ow) {
           double s = a.has(2) ? a.in(2).at(o) : 0.0;
           for (int64_t c = 0; c < Cg; ++c) {
             for (int64_t i = 0; i < kH; ++i) {
               int64_t ih = oh * sh - pt + i * dh;
-              if (ih < 0 || ih >= H)
-                continue; // zero padding
+              if (ih < 0 || ih >= H) continue;  // zero padding
               for (int64_t j = 0; j < kW; ++j) {
                 int64_t iw = ow * sw - pl + j * dw;
-                if (iw < 0 || iw >= W)
-                  continue;
+                if (iw < 0 || iw >= W) continue;
                 s += x.at(((n * C + c0 + c) * H + ih) * W + iw) *
                      w.at(((o * Cg + c) * kH + i) * kW + j);
               }
@@ -133,4 +120,4 @@ Expected<TensorData> evalConv2d(const KernelArgs &a) {
   return out;
 }
 
-} // namespace ferry::reference
+}  // namespace ferry::reference

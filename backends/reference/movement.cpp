@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "backends/reference/kernels.h"
+#include "ir/op_rules.h"
 
 namespace ferry::reference {
 
@@ -18,7 +19,7 @@ int64_t normalizedAxis(const KernelArgs &a, int64_t axis, int64_t rank) {
 
 std::string indexStr(std::span<const int64_t> index) { return shapeStr(index); }
 
-} // namespace
+}  // namespace
 
 Expected<TensorData> evalCopy(const KernelArgs &a) {
   const TensorData &x = a.in(0);
@@ -33,8 +34,7 @@ Expected<TensorData> evalCopy(const KernelArgs &a) {
           << "'reshape' to " << shapeStr(shape) << " typed " << a.result.str();
   }
   TensorData out(a.result.dtype, a.result.shape);
-  if (out.byteSize() > 0)
-    std::memcpy(elemPtr(out, 0), elemPtr(x, 0), out.byteSize());
+  if (out.byteSize() > 0) std::memcpy(elemPtr(out, 0), elemPtr(x, 0), out.byteSize());
   return out;
 }
 
@@ -43,8 +43,7 @@ Expected<TensorData> evalTranspose(const KernelArgs &a) {
   const int64_t rank = x.type().rank();
   std::vector<int64_t> perm = a.intsAttr("perm");
   if (perm.empty())
-    for (int64_t d = rank; d-- > 0;)
-      perm.push_back(d); // reverse the dims
+    for (int64_t d = rank; d-- > 0;) perm.push_back(d);  // reverse the dims
   FERRY_CHECK(static_cast<int64_t>(perm.size()) == rank)
       << "'transpose' perm of " << x.type().str();
   Shape outShape;
@@ -57,8 +56,7 @@ Expected<TensorData> evalTranspose(const KernelArgs &a) {
   std::vector<int64_t> in(rank);
   for (int64_t i = 0; i < out.numel(); ++i) {
     std::vector<int64_t> o = unravel(i, outShape);
-    for (int64_t k = 0; k < rank; ++k)
-      in[perm[k]] = o[k];
+    for (int64_t k = 0; k < rank; ++k) in[perm[k]] = o[k];
     copyElem(x, ravel(in, x.shape()), out, i);
   }
   return out;
@@ -81,7 +79,7 @@ Expected<TensorData> evalConcat(const KernelArgs &a) {
   const int64_t outer = numel(std::span(first).first(axis));
   const int64_t inner = numel(std::span(first).subspan(axis + 1));
   const int64_t total = outShape[axis];
-  int64_t offset = 0; // along the axis, where the current operand starts
+  int64_t offset = 0;  // along the axis, where the current operand starts
   for (const TensorData &t : a.operands) {
     const int64_t d = t.shape()[axis];
     for (int64_t o = 0; o < outer; ++o)
@@ -99,10 +97,8 @@ Expected<TensorData> evalSlice(const KernelArgs &a) {
   const std::vector<int64_t> &starts = a.intsAttr("starts"), &ends = a.intsAttr("ends");
   std::vector<int64_t> axes = a.intsAttr("axes"), steps = a.intsAttr("steps");
   if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i)
-      axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty())
-    steps.assign(starts.size(), 1);
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
   FERRY_CHECK(ends.size() == starts.size() && axes.size() == starts.size() &&
               steps.size() == starts.size())
       << "'slice' starts/ends/axes/steps of different lengths";
@@ -117,34 +113,17 @@ Expected<TensorData> evalSlice(const KernelArgs &a) {
     const int64_t s = steps[i];
     if (s == 0)
       return a.error("attr", "'slice' step must not be 0 (axis " + std::to_string(ax) + ")");
-    // ONNX Slice: negative bounds count from the end, then clamp to the dim; a negative step
-    // walks from `start` down to just above `end`.
-    int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
-    int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
-    int64_t count = 0;
-    if (s > 0) {
-      start = std::clamp<int64_t>(start, 0, dim);
-      end = std::clamp<int64_t>(end, 0, dim);
-      count = end > start ? (end - start - 1) / s + 1 : 0;
-    } else if (dim > 0) {
-      start = std::clamp<int64_t>(start, 0, dim - 1);
-      end = std::clamp<int64_t>(end, -1, dim - 1);
-      // -s overflows for the lowest int64; a step longer than the dim takes one element.
-      const int64_t magnitude =
-          s == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -s;
-      count = start > end ? (start - end - 1) / magnitude + 1 : 0;
-    }
-    first[ax] = start;
+    const SliceDim sd = resolveSliceDim(starts[i], ends[i], s, dim);
+    first[ax] = sd.start;
     step[ax] = s;
-    outShape[ax] = count;
+    outShape[ax] = sd.count;
   }
   checkShape(a, outShape);
   TensorData out(a.result.dtype, a.result.shape);
   std::vector<int64_t> in(rank);
   for (int64_t i = 0; i < out.numel(); ++i) {
     std::vector<int64_t> o = unravel(i, outShape);
-    for (int64_t d = 0; d < rank; ++d)
-      in[d] = first[d] + o[d] * step[d];
+    for (int64_t d = 0; d < rank; ++d) in[d] = first[d] + o[d] * step[d];
     copyElem(x, ravel(in, xs), out, i);
   }
   return out;
@@ -194,15 +173,13 @@ Expected<TensorData> evalExpand(const KernelArgs &a) {
   Shape target = a.intsAttr("shape");
   const int64_t lead = static_cast<int64_t>(target.size()) - x.type().rank();
   for (int64_t d = 0; d < static_cast<int64_t>(target.size()); ++d)
-    if (target[d] == -1 && d >= lead)
-      target[d] = x.shape()[d - lead];
+    if (target[d] == -1 && d >= lead) target[d] = x.shape()[d - lead];
   std::optional<Shape> outShape = broadcastShapes(x.shape(), target);
   FERRY_CHECK(outShape) << "'expand' of " << x.type().str() << " to " << shapeStr(target);
   checkShape(a, *outShape);
   TensorData out(a.result.dtype, a.result.shape);
   BroadcastIndex bi(out.shape(), x.shape());
-  for (int64_t i = 0; i < out.numel(); ++i)
-    copyElem(x, bi(i), out, i);
+  for (int64_t i = 0; i < out.numel(); ++i) copyElem(x, bi(i), out, i);
   return out;
 }
 
@@ -231,4 +208,4 @@ Expected<TensorData> evalConstant(const KernelArgs &a) {
   return value;
 }
 
-} // namespace ferry::reference
+}  // namespace ferry::reference

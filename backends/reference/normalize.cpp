@@ -18,15 +18,13 @@ int64_t axisAttr(const KernelArgs &a, int64_t rank) {
 
 // a < b in the order max uses: exact for bool/integers; NaN is above everything.
 bool lessForMax(DType t, const std::byte *a, const std::byte *b) {
-  if (isIntegral(t))
-    return loadInt(t, a) < loadInt(t, b);
+  if (isIntegral(t)) return loadInt(t, a) < loadInt(t, b);
   double x = loadDouble(t, a), y = loadDouble(t, b);
-  if (std::isnan(x))
-    return false;
+  if (std::isnan(x)) return false;
   return std::isnan(y) || x < y;
 }
 
-} // namespace
+}  // namespace
 
 Expected<TensorData> evalBatchNorm(const KernelArgs &a) {
   const TensorData &x = a.in(0), &scale = a.in(1), &bias = a.in(2), &mean = a.in(3), &var = a.in(4);
@@ -63,19 +61,15 @@ Expected<TensorData> evalLayerNorm(const KernelArgs &a) {
   for (int64_t o = 0; o < outer; ++o) {
     const int64_t base = o * inner;
     double mean = 0, var = 0;
-    for (int64_t j = 0; j < inner; ++j)
-      mean += x.at(base + j);
+    for (int64_t j = 0; j < inner; ++j) mean += x.at(base + j);
     mean /= static_cast<double>(inner);
-    for (int64_t j = 0; j < inner; ++j)
-      var += (x.at(base + j) - mean) * (x.at(base + j) - mean);
-    var /= static_cast<double>(inner); // population variance, as PyTorch
+    for (int64_t j = 0; j < inner; ++j) var += (x.at(base + j) - mean) * (x.at(base + j) - mean);
+    var /= static_cast<double>(inner);  // population variance, as PyTorch
     const double inv = 1.0 / std::sqrt(var + eps);
     for (int64_t j = 0; j < inner; ++j) {
       double y = (x.at(base + j) - mean) * inv;
-      if (weight)
-        y *= weight->at(j);
-      if (bias)
-        y += bias->at(j);
+      if (weight) y *= weight->at(j);
+      if (bias) y += bias->at(j);
       out.set(base + j, y);
     }
   }
@@ -98,11 +92,9 @@ Expected<TensorData> evalSoftmax(const KernelArgs &a) {
       auto idx = [&](int64_t d) { return (o * dim + d) * inner + in; };
       // Subtracting the max keeps exp() from overflowing; the result is unchanged.
       double max = -std::numeric_limits<double>::infinity();
-      for (int64_t d = 0; d < dim; ++d)
-        max = std::fmax(max, x.at(idx(d)));
+      for (int64_t d = 0; d < dim; ++d) max = std::fmax(max, x.at(idx(d)));
       double sum = 0;
-      for (int64_t d = 0; d < dim; ++d)
-        sum += std::exp(x.at(idx(d)) - max);
+      for (int64_t d = 0; d < dim; ++d) sum += std::exp(x.at(idx(d)) - max);
       for (int64_t d = 0; d < dim; ++d) {
         double shifted = x.at(idx(d)) - max;
         out.set(idx(d), logSoftmax ? shifted - std::log(sum) : std::exp(shifted) / sum);
@@ -126,22 +118,19 @@ Expected<TensorData> evalReduce(const KernelArgs &a) {
     }
   }
   const bool keepdims = a.boolAttr("keepdims");
-  Shape outShape, keptShape; // keptShape: the input's shape with reduced dims set to 1
-  int64_t count = 1;         // elements per output
+  Shape outShape, keptShape;  // keptShape: the input's shape with reduced dims set to 1
+  int64_t count = 1;          // elements per output
   for (int64_t d = 0; d < rank; ++d) {
     keptShape.push_back(reduced[d] ? 1 : xs[d]);
-    if (reduced[d])
-      count *= xs[d];
-    if (!reduced[d] || keepdims)
-      outShape.push_back(reduced[d] ? 1 : xs[d]);
+    if (reduced[d]) count *= xs[d];
+    if (!reduced[d] || keepdims) outShape.push_back(reduced[d] ? 1 : xs[d]);
   }
   checkShape(a, outShape);
   TensorData out(a.result.dtype, a.result.shape);
   auto outIndex = [&](int64_t i) {
     std::vector<int64_t> index = unravel(i, xs);
     for (int64_t d = 0; d < rank; ++d)
-      if (reduced[d])
-        index[d] = 0;
+      if (reduced[d]) index[d] = 0;
     return ravel(index, keptShape);
   };
 
@@ -151,8 +140,7 @@ Expected<TensorData> evalReduce(const KernelArgs &a) {
     if (count == 0 && out.numel() > 0) {
       std::string dims;
       for (int64_t d = 0; d < rank; ++d)
-        if (reduced[d] && xs[d] == 0)
-          dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+        if (reduced[d] && xs[d] == 0) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
       return a.error("runtime", "'max' over an empty set: " + x.type().str() +
                                     " has size 0 in reduced dim " + dims);
     }
@@ -160,17 +148,14 @@ Expected<TensorData> evalReduce(const KernelArgs &a) {
     std::vector<int64_t> best(static_cast<size_t>(out.numel()), -1);
     for (int64_t i = 0; i < x.numel(); ++i) {
       int64_t &b = best[outIndex(i)];
-      if (b < 0 || lessForMax(x.dtype(), elemPtr(x, b), elemPtr(x, i)))
-        b = i;
+      if (b < 0 || lessForMax(x.dtype(), elemPtr(x, b), elemPtr(x, i))) b = i;
     }
-    for (int64_t o = 0; o < out.numel(); ++o)
-      copyElem(x, best[o], out, o);
+    for (int64_t o = 0; o < out.numel(); ++o) copyElem(x, best[o], out, o);
     return out;
   }
 
   std::vector<double> sums(static_cast<size_t>(out.numel()), 0.0);
-  for (int64_t i = 0; i < x.numel(); ++i)
-    sums[outIndex(i)] += x.at(i);
+  for (int64_t i = 0; i < x.numel(); ++i) sums[outIndex(i)] += x.at(i);
   for (int64_t o = 0; o < out.numel(); ++o) {
     // mean over no elements is 0/0 = NaN, as torch.mean; sum over none is 0.
     out.set(o, a.op.kind == OpKind::Mean ? sums[o] / static_cast<double>(count) : sums[o]);
@@ -178,4 +163,4 @@ Expected<TensorData> evalReduce(const KernelArgs &a) {
   return out;
 }
 
-} // namespace ferry::reference
+}  // namespace ferry::reference

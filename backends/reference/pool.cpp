@@ -15,40 +15,35 @@ namespace {
 struct PoolGeometry {
   int64_t planes = 0, H = 0, W = 0, Ho = 0, Wo = 0;
   std::array<int64_t, 2> kernel{}, stride{}, dilation{1, 1};
-  std::array<int64_t, 4> pad{}; // top, left, bottom, right
+  std::array<int64_t, 4> pad{};  // top, left, bottom, right
 };
 
 int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t padBegin, int64_t padEnd, int64_t d,
                 bool ceilMode) {
   int64_t span = in + padBegin + padEnd - d * (k - 1) - 1;
   int64_t out = (ceilMode ? ceilDiv(span, s) : floorDiv(span, s)) + 1;
-  if (ceilMode && out > 0 && (out - 1) * s >= in + padBegin)
-    --out;
+  if (ceilMode && out > 0 && (out - 1) * s >= in + padBegin) --out;
   return out;
 }
 
 Expected<PoolGeometry> geometry(const KernelArgs &a, bool hasDilation) {
   PoolGeometry g;
   Expected<std::array<int64_t, 2>> kernel = pairAttr(a, "kernel", 1);
-  if (!kernel)
-    return std::move(kernel).takeStatus();
+  if (!kernel) return std::move(kernel).takeStatus();
   g.kernel = *kernel;
-  g.stride = g.kernel; // an empty stride means stride = kernel
+  g.stride = g.kernel;  // an empty stride means stride = kernel
   if (!a.intsAttr("stride").empty()) {
     Expected<std::array<int64_t, 2>> stride = pairAttr(a, "stride", 1);
-    if (!stride)
-      return std::move(stride).takeStatus();
+    if (!stride) return std::move(stride).takeStatus();
     g.stride = *stride;
   }
   if (hasDilation) {
     Expected<std::array<int64_t, 2>> dilation = pairAttr(a, "dilation", 1);
-    if (!dilation)
-      return std::move(dilation).takeStatus();
+    if (!dilation) return std::move(dilation).takeStatus();
     g.dilation = *dilation;
   }
   Expected<std::array<int64_t, 4>> pad = padAttr(a);
-  if (!pad)
-    return std::move(pad).takeStatus();
+  if (!pad) return std::move(pad).takeStatus();
   g.pad = *pad;
 
   const Shape &xs = a.in(0).shape();
@@ -66,12 +61,11 @@ Expected<PoolGeometry> geometry(const KernelArgs &a, bool hasDilation) {
   return g;
 }
 
-} // namespace
+}  // namespace
 
 Expected<TensorData> evalMaxPool2d(const KernelArgs &a) {
   Expected<PoolGeometry> eg = geometry(a, /*hasDilation=*/true);
-  if (!eg)
-    return std::move(eg).takeStatus();
+  if (!eg) return std::move(eg).takeStatus();
   const PoolGeometry &g = *eg;
   const TensorData &x = a.in(0);
   TensorData out(a.result.dtype, a.result.shape);
@@ -82,15 +76,12 @@ Expected<TensorData> evalMaxPool2d(const KernelArgs &a) {
         double best = -std::numeric_limits<double>::infinity();
         for (int64_t i = 0; i < g.kernel[0]; ++i) {
           int64_t ih = oh * g.stride[0] - g.pad[0] + i * g.dilation[0];
-          if (ih < 0 || ih >= g.H)
-            continue;
+          if (ih < 0 || ih >= g.H) continue;
           for (int64_t j = 0; j < g.kernel[1]; ++j) {
             int64_t iw = ow * g.stride[1] - g.pad[1] + j * g.dilation[1];
-            if (iw < 0 || iw >= g.W)
-              continue;
+            if (iw < 0 || iw >= g.W) continue;
             double v = x.at((p * g.H + ih) * g.W + iw);
-            if (v > best || std::isnan(v))
-              best = v; // NaN wins and stays, as PyTorch
+            if (v > best || std::isnan(v)) best = v;  // NaN wins and stays, as PyTorch
           }
         }
         out.set((p * g.Ho + oh) * g.Wo + ow, best);
@@ -102,8 +93,7 @@ Expected<TensorData> evalMaxPool2d(const KernelArgs &a) {
 
 Expected<TensorData> evalAvgPool2d(const KernelArgs &a) {
   Expected<PoolGeometry> eg = geometry(a, /*hasDilation=*/false);
-  if (!eg)
-    return std::move(eg).takeStatus();
+  if (!eg) return std::move(eg).takeStatus();
   const PoolGeometry &g = *eg;
   const bool includePad = a.boolAttr("count_include_pad");
   const TensorData &x = a.in(0);
@@ -121,12 +111,10 @@ Expected<TensorData> evalAvgPool2d(const KernelArgs &a) {
         w0 = std::max<int64_t>(w0, 0);
         h1 = std::min(h1, g.H);
         w1 = std::min(w1, g.W);
-        if (h0 >= h1 || w0 >= w1)
-          continue; // no input element: 0, as PyTorch
+        if (h0 >= h1 || w0 >= w1) continue;  // no input element: 0, as PyTorch
         double s = 0;
         for (int64_t ih = h0; ih < h1; ++ih)
-          for (int64_t iw = w0; iw < w1; ++iw)
-            s += x.at((p * g.H + ih) * g.W + iw);
+          for (int64_t iw = w0; iw < w1; ++iw) s += x.at((p * g.H + ih) * g.W + iw);
         int64_t count = includePad ? paddedCount : (h1 - h0) * (w1 - w0);
         out.set((p * g.Ho + oh) * g.Wo + ow, s / static_cast<double>(count));
       }
@@ -147,11 +135,10 @@ Expected<TensorData> evalGlobalAvgPool(const KernelArgs &a) {
   TensorData out(a.result.dtype, a.result.shape);
   for (int64_t p = 0; p < planes; ++p) {
     double s = 0;
-    for (int64_t i = 0; i < spatial; ++i)
-      s += x.at(p * spatial + i);
-    out.set(p, s / static_cast<double>(spatial)); // no spatial elements: NaN, as a mean
+    for (int64_t i = 0; i < spatial; ++i) s += x.at(p * spatial + i);
+    out.set(p, s / static_cast<double>(spatial));  // no spatial elements: NaN, as a mean
   }
   return out;
 }
 
-} // namespace ferry::reference
+}  // namespace ferry::reference

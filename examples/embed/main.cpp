@@ -1,6 +1,7 @@
 // examples/embed/main.cpp — build a model with the builder, check it, run it on the host.
-#include <cstdio>
 #include <ferry/ferry.h>
+
+#include <cstdio>
 
 using namespace ferry;
 

@@ -287,8 +287,7 @@ TEST(ReferenceElementwise, Where) {
 TEST(ReferenceElementwise, EveryDType) {
   for (DType t : kAllDTypes) {
     SCOPED_TRACE(std::string(dtypeName(t)));
-    if (t == DType::Bool)
-      continue;
+    if (t == DType::Bool) continue;
     std::vector<Case> cases = {
         {"add",
          "add",
@@ -316,5 +315,5 @@ TEST(ReferenceElementwise, EveryDType) {
   }
 }
 
-} // namespace
-} // namespace ferry::reftest
+}  // namespace
+}  // namespace ferry::reftest

@@ -98,7 +98,7 @@ TEST(ReferenceLinalg, Linear) {
 }
 
 TEST(ReferenceLinalg, Conv2d) {
-  const TensorData x9 = f32({1, 1, 3, 3}, iotaD(9, 1)); // [[1,2,3],[4,5,6],[7,8,9]]
+  const TensorData x9 = f32({1, 1, 3, 3}, iotaD(9, 1));  // [[1,2,3],[4,5,6],[7,8,9]]
   runCases({
       {"plain",
        "conv2d",
@@ -162,8 +162,7 @@ TEST(ReferenceLinalg, Conv2dRejectsBadAttributes) {
 TEST(ReferenceLinalg, MaxPool2d) {
   const TensorData x16 = f32({1, 1, 4, 4}, iotaD(16, 1));
   std::vector<double> neg;
-  for (double v : iotaD(16, 1))
-    neg.push_back(-v);
+  for (double v : iotaD(16, 1)) neg.push_back(-v);
   runCases({
       {"k2 (stride = kernel)",
        "max_pool2d",
@@ -280,5 +279,5 @@ TEST(ReferenceLinalg, GlobalAvgPool) {
   });
 }
 
-} // namespace
-} // namespace ferry::reftest
+}  // namespace
+}  // namespace ferry::reftest

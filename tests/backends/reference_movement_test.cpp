@@ -94,16 +94,14 @@ TEST(ReferenceMovement, EveryDTypeCopiesExactly) {
   for (DType t : kAllDTypes) {
     SCOPED_TRACE(std::string(dtypeName(t)));
     TensorData x(t, {2, 2});
-    for (size_t i = 0; i < x.byteSize(); ++i)
-      x.mutableBytes()[i] = std::byte(0x80 + 37 * i);
+    for (size_t i = 0; i < x.byteSize(); ++i) x.mutableBytes()[i] = std::byte(0x80 + 37 * i);
     if (t == DType::Bool)
-      for (int64_t i = 0; i < 4; ++i)
-        x.setInt(i, i % 2);
+      for (int64_t i = 0; i < 4; ++i) x.setInt(i, i % 2);
     struct Move {
       std::string op;
       std::vector<NamedAttr> attrs;
       Shape shape;
-      std::vector<int64_t> order; // result element i is x's element order[i]
+      std::vector<int64_t> order;  // result element i is x's element order[i]
     };
     for (const Move &m : std::vector<Move>{
              {"transpose", {}, {2, 2}, {0, 2, 1, 3}},
@@ -160,8 +158,7 @@ TEST(ReferenceMovement, Concat) {
 TEST(ReferenceMovement, Slice) {
   const TensorData x = f32({10}, iotaD(10));
   std::vector<double> reversed;
-  for (int i = 9; i >= 0; --i)
-    reversed.push_back(i);
+  for (int i = 9; i >= 0; --i) reversed.push_back(i);
   auto slice = [](std::vector<int64_t> starts, std::vector<int64_t> ends,
                   std::vector<int64_t> steps = {}, std::vector<int64_t> axes = {}) {
     return std::vector<NamedAttr>{attrIs("starts", std::move(starts)),
@@ -362,5 +359,5 @@ TEST(ReferenceMovement, Constant) {
   runCases({{"constant", "constant", {}, {{"value", value}}, value}});
 }
 
-} // namespace
-} // namespace ferry::reftest
+}  // namespace
+}  // namespace ferry::reftest

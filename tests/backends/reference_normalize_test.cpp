@@ -31,7 +31,7 @@ TEST(ReferenceNormalize, BatchNorm) {
 }
 
 TEST(ReferenceNormalize, LayerNorm) {
-  const double r = 1 / std::sqrt(1.00001); // 1/sqrt(var + eps) for the row [1, 3]
+  const double r = 1 / std::sqrt(1.00001);  // 1/sqrt(var + eps) for the row [1, 3]
   runCases({
       {"last dim", "layer_norm", {f32({2, 2}, {1, 3, 2, 2})}, {}, f32({2, 2}, {-r, r, 0, 0}), 1e-7},
       {"weight and bias",
@@ -101,7 +101,7 @@ TEST(ReferenceNormalize, Softmax) {
 }
 
 TEST(ReferenceNormalize, Reductions) {
-  const TensorData x = f32({2, 3}, iotaD(6, 1)); // [[1,2,3],[4,5,6]]
+  const TensorData x = f32({2, 3}, iotaD(6, 1));  // [[1,2,3],[4,5,6]]
   runCases({
       {"sum all", "sum", {x}, {}, f32({}, {21})},
       {"sum all keepdims", "sum", {x}, {attrB("keepdims", true)}, f32({1, 1}, {21})},
@@ -174,5 +174,5 @@ TEST(ReferenceNormalize, MaxOverEmptySetIsAnError) {
   EXPECT_EQ(d.message, "'max' over an empty set: f32[2,0] has size 0 in reduced dim 1");
 }
 
-} // namespace
-} // namespace ferry::reftest
+}  // namespace
+}  // namespace ferry::reftest

@@ -19,8 +19,7 @@ ValueId addNode(Graph &g, std::string_view opName, std::vector<ValueId> operands
   const OpInfo &info = op(opName);
   Attrs complete = completeAttrs(info, attrs);
   std::vector<TensorType> types;
-  for (ValueId v : operands)
-    types.push_back(g.value(v).type);
+  for (ValueId v : operands) types.push_back(g.value(v).type);
   InferResult t = inferType(info, types, complete);
   FERRY_CHECK(std::holds_alternative<TensorType>(t)) << std::get<InferError>(t).message;
   NodeId n =
@@ -58,8 +57,7 @@ Graph mlp() {
   ValueId t = addNode(g, "cast", {s}, {{"to", DType::I32}}, "t", 11);
   ValueId gathered = addNode(g, "gather", {r, idx}, {}, "g", 12);
   ValueId y = addNode(g, "softmax", {r}, {}, "y", 13);
-  for (ValueId out : {t, gathered, y, w})
-    g.addOutput(out, std::nullopt, at(14));
+  for (ValueId out : {t, gathered, y, w}) g.addOutput(out, std::nullopt, at(14));
   return g;
 }
 
@@ -69,8 +67,7 @@ std::map<std::string, TensorData> mlpInputs(int64_t row) {
 
 std::vector<std::string> messages(const Status &s) {
   std::vector<std::string> out;
-  for (const Diagnostic &d : s.diagnostics())
-    out.push_back(d.code + ": " + d.message);
+  for (const Diagnostic &d : s.diagnostics()) out.push_back(d.code + ": " + d.message);
   return out;
 }
 
@@ -92,7 +89,7 @@ TEST(ReferenceRun, OutputsAreFreshCopies) {
   Graph g = mlp();
   Expected<std::vector<TensorData>> r = run(g, mlpInputs(0));
   ASSERT_TRUE(r.ok()) << r.status().message();
-  (*r)[3].set(0, 99); // the param %w as an output
+  (*r)[3].set(0, 99);  // the param %w as an output
   EXPECT_EQ(g.params()[0].data.at(0), 1);
 }
 
@@ -110,7 +107,7 @@ TEST(ReferenceRun, MissingInputs) {
 TEST(ReferenceRun, UnknownInput) {
   std::map<std::string, TensorData> inputs = mlpInputs(0);
   inputs.emplace("z", f32({1}, {0}));
-  inputs.emplace("w", f32({2, 3}, iotaD(6))); // a param, not an input
+  inputs.emplace("w", f32({2, 3}, iotaD(6)));  // a param, not an input
   Expected<std::vector<TensorData>> r = run(mlp(), inputs);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(messages(r.status()), (std::vector<std::string>{
@@ -221,9 +218,8 @@ TEST(ReferenceRun, EveryOpIsCovered) {
                                              "transfer",
                                              "constant",
                                              "identity"};
-  for (const OpInfo &o : allOps())
-    EXPECT_TRUE(tested.contains(o.name)) << o.name;
+  for (const OpInfo &o : allOps()) EXPECT_TRUE(tested.contains(o.name)) << o.name;
 }
 
-} // namespace
-} // namespace ferry::reftest
+}  // namespace
+}  // namespace ferry::reftest

@@ -22,8 +22,7 @@ inline TensorData f32(Shape shape, std::vector<double> values) {
 inline TensorData ints(DType t, Shape shape, std::vector<int64_t> values) {
   TensorData d(t, std::move(shape));
   EXPECT_EQ(static_cast<int64_t>(values.size()), d.numel());
-  for (int64_t i = 0; i < d.numel(); ++i)
-    d.setInt(i, values[i]);
+  for (int64_t i = 0; i < d.numel(); ++i) d.setInt(i, values[i]);
   return d;
 }
 inline TensorData bools(Shape shape, std::vector<int64_t> values) {
@@ -101,8 +100,7 @@ inline void runCases(const std::vector<Case> &cases) {
     SCOPED_TRACE(c.name + " (" + c.op + ")");
     if (c.checkInfer) {
       std::vector<TensorType> types;
-      for (const TensorData &t : c.operands)
-        types.push_back(t.type());
+      for (const TensorData &t : c.operands) types.push_back(t.type());
       InferResult r = inferType(op(c.op), types, completeAttrs(op(c.op), c.attrs));
       // evalOp FERRY_CHECKs its result type: a disagreement would abort the whole binary.
       if (const auto *e = std::get_if<InferError>(&r)) {
@@ -123,15 +121,13 @@ inline void runCases(const std::vector<Case> &cases) {
 
 inline std::vector<int64_t> iota(int64_t n, int64_t from = 0) {
   std::vector<int64_t> v;
-  for (int64_t i = 0; i < n; ++i)
-    v.push_back(from + i);
+  for (int64_t i = 0; i < n; ++i) v.push_back(from + i);
   return v;
 }
 inline std::vector<double> iotaD(int64_t n, double from = 0) {
   std::vector<double> v;
-  for (int64_t i = 0; i < n; ++i)
-    v.push_back(from + static_cast<double>(i));
+  for (int64_t i = 0; i < n; ++i) v.push_back(from + static_cast<double>(i));
   return v;
 }
 
-} // namespace ferry::reftest
+}  // namespace ferry::reftest

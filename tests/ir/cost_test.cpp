@@ -80,12 +80,13 @@ TEST(Cost, Conv2d) {
 
 TEST(Cost, Pool) {
   // Output [1,3,16,16] = 768 elements, 2·2 each; bytes (3072 + 768)·4.
-  expectCost(cost(OpKind::MaxPool2d, {T(F32, {1, 3, 32, 32})},
-                  {{"kernel", std::vector<int64_t>{2, 2}}}),
-             3072, 15360);
+  expectCost(
+      cost(OpKind::MaxPool2d, {T(F32, {1, 3, 32, 32})}, {{"kernel", std::vector<int64_t>{2, 2}}}),
+      3072, 15360);
   // Output [2,8,7,7] = 784 elements, 3·3 each; bytes (784 + 784)·2.
   expectCost(cost(OpKind::AvgPool2d, {T(F16, {2, 8, 7, 7})},
-                  {{"kernel", std::vector<int64_t>{3, 3}}, {"stride", std::vector<int64_t>{1, 1}},
+                  {{"kernel", std::vector<int64_t>{3, 3}},
+                   {"stride", std::vector<int64_t>{1, 1}},
                    {"padding", std::vector<int64_t>{1, 1}}}),
              7056, 3136);
   // A reduction: one flop per input element; bytes (784 + 16)·4.

@@ -26,8 +26,12 @@ TEST(Diagnostics, EngineCollectsEveryFindingAndCountsErrors) {
 }
 
 TEST(Diagnostics, RendersClangStyleWithNotesAndFixes) {
-  Diagnostic d{Severity::Error, "device", {"mlp.cpp", 42, 7},
-               "operands of 'linear' (%h1) are on different devices: cpu and cuda:0", {}, {}};
+  Diagnostic d{Severity::Error,
+               "device",
+               {"mlp.cpp", 42, 7},
+               "operands of 'linear' (%h1) are on different devices: cpu and cuda:0",
+               {},
+               {}};
   d.note("operand 0 %x f32[32,784] @cpu input 'x'");
   d.note("declared here", {"mlp.cpp", 30, 12});
   d.fix("move 'x' to cuda:0");
@@ -55,10 +59,9 @@ TEST(Diagnostics, SnippetShowsTheLineAndACaretUnderTheColumn) {
     out << "graph g {\n  %y = relu(%x)\n}\n";
   }
   Diagnostic d{Severity::Error, "name", {path.string(), 2, 13}, "undefined value %x", {}, {}};
-  EXPECT_EQ(renderText(d), path.string() +
-                               ":2:13: error: undefined value %x [name]\n"
-                               "    %y = relu(%x)\n"
-                               "              ^\n");
+  EXPECT_EQ(renderText(d), path.string() + ":2:13: error: undefined value %x [name]\n"
+                                           "    %y = relu(%x)\n"
+                                           "              ^\n");
   // A location past the end of the file renders without a snippet rather than failing.
   d.loc.line = 99;
   EXPECT_EQ(renderText(d), path.string() + ":99:13: error: undefined value %x [name]\n");

@@ -32,17 +32,19 @@ TEST(DType, BadNamesAreRejected) {
 // ferry's next wider integer type, i32.
 TEST(DType, PromotionMatchesPyTorchTable) {
   using enum DType;
-  struct Case { DType a, b, want; };
+  struct Case {
+    DType a, b, want;
+  };
   const Case cases[] = {
-      {Bool, Bool, Bool}, {Bool, U8, U8},     {Bool, I64, I64},   {Bool, F16, F16},
-      {U8, I8, I32},      {U8, I32, I32},     {I8, I32, I32},     {I32, I64, I64},
-      {I64, F16, F16},    {I64, BF16, BF16},  {U8, F32, F32},     {F16, BF16, F32},
-      {F16, F32, F32},    {BF16, F32, F32},   {F32, F64, F64},    {F16, F64, F64},
-      {I8, I8, I8},       {U8, U8, U8},       {Bool, F64, F64},   {I32, F16, F16},
+      {Bool, Bool, Bool}, {Bool, U8, U8},   {Bool, I64, I64}, {Bool, F16, F16}, {U8, I8, I32},
+      {U8, I32, I32},     {I8, I32, I32},   {I32, I64, I64},  {I64, F16, F16},  {I64, BF16, BF16},
+      {U8, F32, F32},     {F16, BF16, F32}, {F16, F32, F32},  {BF16, F32, F32}, {F32, F64, F64},
+      {F16, F64, F64},    {I8, I8, I8},     {U8, U8, U8},     {Bool, F64, F64}, {I32, F16, F16},
   };
   for (const Case &c : cases) {
     EXPECT_EQ(promoteTypes(c.a, c.b), c.want) << dtypeName(c.a) << " + " << dtypeName(c.b);
-    EXPECT_EQ(promoteTypes(c.b, c.a), c.want) << "symmetry: " << dtypeName(c.b) << " + " << dtypeName(c.a);
+    EXPECT_EQ(promoteTypes(c.b, c.a), c.want)
+        << "symmetry: " << dtypeName(c.b) << " + " << dtypeName(c.a);
   }
 }
 
@@ -59,7 +61,10 @@ TEST(DType, PromotionIsCommutativeAndIdempotent) {
 }
 
 TEST(Device, ParsesAndPrintsCanonically) {
-  struct Case { const char *in; const char *out; };
+  struct Case {
+    const char *in;
+    const char *out;
+  };
   for (Case c : {Case{"cpu", "cpu"}, Case{"cpu:0", "cpu"}, Case{"cpu:3", "cpu:3"},
                  Case{"cuda:0", "cuda:0"}, Case{"cuda:12", "cuda:12"}}) {
     auto d = parseDevice(c.in);
@@ -72,8 +77,8 @@ TEST(Device, ParsesAndPrintsCanonically) {
 }
 
 TEST(Device, BadStringsSayWhatWasExpected) {
-  for (const char *s : {"gpu", "cuda", "cuda:", "cuda:x", "cuda:-1", "cuda:+1", "cuda:1x",
-                        "CPU", "", "cpu:", "cuda:0:1", "cuda:99999999999", "cuda:1024", " cpu"}) {
+  for (const char *s : {"gpu", "cuda", "cuda:", "cuda:x", "cuda:-1", "cuda:+1", "cuda:1x", "CPU",
+                        "", "cpu:", "cuda:0:1", "cuda:99999999999", "cuda:1024", " cpu"}) {
     auto d = parseDevice(s);
     ASSERT_FALSE(d.ok()) << "'" << s << "' was accepted as " << d->str();
     const std::string msg = d.status().message();

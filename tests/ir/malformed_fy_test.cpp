@@ -3,7 +3,6 @@
 // valid texts parse to a result or an error, never a crash or a hang.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -233,7 +232,6 @@ TEST(MalformedFy, MutationsNeverCrashOrHang) {
   testutil::Rng rng(20240601);
   int ok = 0, failed = 0;
   ParseOptions options{.baseDir = FERRY_SOURCE_DIR "/examples", .maxParamBytes = 1 << 16};
-  auto start = std::chrono::steady_clock::now();
   // FERRY_MUTATIONS=200000 for a longer hunt (e.g. in a -DFERRY_SANITIZE=ON build).
   const char *env = std::getenv("FERRY_MUTATIONS");
   const int count = env ? std::atoi(env) : 4000;
@@ -255,10 +253,9 @@ TEST(MalformedFy, MutationsNeverCrashOrHang) {
                             << again.status().message();
     EXPECT_EQ(printGraph(*again), printed) << "mutation " << i;
   }
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GT(failed, count / 4);
   EXPECT_GT(ok, count / 400);
-  EXPECT_LT(seconds / std::max(count, 1), 0.01) << "parsing mutated texts must stay fast";
+  // A hang shows as this test exceeding its ctest timeout (tests/CMakeLists.txt).
 }
 
 }  // namespace

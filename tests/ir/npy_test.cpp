@@ -19,8 +19,8 @@ TensorData sample(DType t, Shape shape) {
       d.set(i, (i - 2.5) * 0.75);
     else
       d.setInt(i, t == DType::Bool ? i % 2
-                  : t == DType::U8  ? (i * 37) % 256
-                                    : (i * 37) % 200 - 100);  // in range of every int type
+                  : t == DType::U8 ? (i * 37) % 256
+                                   : (i * 37) % 200 - 100);  // in range of every int type
   }
   return d;
 }

@@ -67,9 +67,9 @@ TEST(Printer, LocationsAsTrailingComments) {
   EXPECT_EQ(printGraph(g), R"(graph g {
   input %x : f32[2] @cpu  # test.fy:2:9
   %h : f32[2] = relu(%x)  # mlp.cpp:42:7
-  %k : f32[2] = neg(%h)  # test.fy:4:3
-  %m : f32[2] = abs(%k)  # /src/model.cpp:9
-  output %m  # test.fy:6:10
+  %k : f32[2] = neg(%h)   # test.fy:4:3
+  %m : f32[2] = abs(%k)   # /src/model.cpp:9
+  output %m               # test.fy:6:10
 }
 )");
 }

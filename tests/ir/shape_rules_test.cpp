@@ -33,8 +33,8 @@ InferResult infer(OpKind k, std::vector<TensorType> operands, std::vector<NamedA
 
 testing::AssertionResult isType(const InferResult &r, const TensorType &want) {
   if (const auto *e = std::get_if<InferError>(&r))
-    return testing::AssertionFailure() << "expected " << want.str() << ", got error [" << e->code
-                                       << "] " << e->message;
+    return testing::AssertionFailure()
+           << "expected " << want.str() << ", got error [" << e->code << "] " << e->message;
   const TensorType &got = std::get<TensorType>(r);
   if (got != want)
     return testing::AssertionFailure() << "expected " << want.str() << ", got " << got.str();
@@ -47,27 +47,30 @@ testing::AssertionResult isError(const InferResult &r, const std::string &code,
     return testing::AssertionFailure() << "expected a '" << code << "' error, got " << t->str();
   const InferError &e = std::get<InferError>(r);
   if (e.code != code)
-    return testing::AssertionFailure() << "expected code '" << code << "', got '" << e.code
-                                       << "': " << e.message;
+    return testing::AssertionFailure()
+           << "expected code '" << code << "', got '" << e.code << "': " << e.message;
   for (const std::string &p : parts)
     if (e.message.find(p) == std::string::npos)
       return testing::AssertionFailure() << "message lacks \"" << p << "\": " << e.message;
   if (e.message.empty() || std::isupper(static_cast<unsigned char>(e.message[0])) ||
       e.message.back() == '.')
-    return testing::AssertionFailure() << "message style (lower-case start, no period): "
-                                       << e.message;
+    return testing::AssertionFailure()
+           << "message style (lower-case start, no period): " << e.message;
   return testing::AssertionSuccess();
 }
 
 // ---- elementwise --------------------------------------------------------------------------
 
 TEST(ShapeRules, UnaryKeepsShapeAndAppliesDTypeRule) {
-  struct Case { OpKind op; DType in, out; };
+  struct Case {
+    OpKind op;
+    DType in, out;
+  };
   const Case cases[] = {
-      {OpKind::Neg, I32, I32},   {OpKind::Abs, I64, I64},       {OpKind::Exp, I32, F32},
-      {OpKind::Exp, F16, F16},   {OpKind::Log, Bool, F32},      {OpKind::Sqrt, U8, F32},
-      {OpKind::Rsqrt, F64, F64}, {OpKind::Tanh, BF16, BF16},    {OpKind::Sigmoid, I64, F32},
-      {OpKind::Relu, I8, I8},    {OpKind::Gelu, F16, F16},      {OpKind::Erf, I32, F32},
+      {OpKind::Neg, I32, I32},   {OpKind::Abs, I64, I64},        {OpKind::Exp, I32, F32},
+      {OpKind::Exp, F16, F16},   {OpKind::Log, Bool, F32},       {OpKind::Sqrt, U8, F32},
+      {OpKind::Rsqrt, F64, F64}, {OpKind::Tanh, BF16, BF16},     {OpKind::Sigmoid, I64, F32},
+      {OpKind::Relu, I8, I8},    {OpKind::Gelu, F16, F16},       {OpKind::Erf, I32, F32},
       {OpKind::Silu, F32, F32},  {OpKind::Identity, Bool, Bool},
   };
   for (const Case &c : cases)
@@ -123,9 +126,9 @@ TEST(ShapeRules, Where) {
   EXPECT_TRUE(isType(infer(OpKind::Where, {T(Bool, {2, 1}), T(F32, {1, 3}), T(I32, {2, 3})}),
                      T(F32, {2, 3})));
   EXPECT_TRUE(isType(infer(OpKind::Where, {T(Bool, {4}), T(I8, {}), T(U8, {})}), T(I32, {4})));
-  EXPECT_TRUE(isError(infer(OpKind::Where, {T(Bool, {2}), T(F32, {3}), T(F32, {1})}), "shape",
-                      {"'where'", "operand 0 (cond) bool[2] with operand 1 (a) f32[3]",
-                       "dim 0 is 2 vs 3"}));
+  EXPECT_TRUE(isError(
+      infer(OpKind::Where, {T(Bool, {2}), T(F32, {3}), T(F32, {1})}), "shape",
+      {"'where'", "operand 0 (cond) bool[2] with operand 1 (a) f32[3]", "dim 0 is 2 vs 3"}));
   EXPECT_TRUE(isError(infer(OpKind::Where, {T(F32, {2}), T(F32, {2}), T(F32, {2})}), "dtype",
                       {"operand 0 (cond)", "must be bool"}));
 }
@@ -133,13 +136,20 @@ TEST(ShapeRules, Where) {
 // ---- linear algebra -----------------------------------------------------------------------
 
 TEST(ShapeRules, MatmulFollowsNumpy) {
-  struct Case { Shape a, b, out; };
+  struct Case {
+    Shape a, b, out;
+  };
   const Case cases[] = {
-      {{2, 3}, {3, 4}, {2, 4}},          {{3}, {3}, {}},
-      {{3}, {3, 4}, {4}},                {{2, 3}, {3}, {2}},
-      {{5, 2, 3}, {3, 4}, {5, 2, 4}},    {{2, 1, 2, 3}, {5, 3, 4}, {2, 5, 2, 4}},
-      {{3}, {5, 3, 4}, {5, 4}},          {{5, 2, 3}, {3}, {5, 2}},
-      {{0, 3}, {3, 4}, {0, 4}},          {{2, 0}, {0, 4}, {2, 4}},
+      {{2, 3}, {3, 4}, {2, 4}},
+      {{3}, {3}, {}},
+      {{3}, {3, 4}, {4}},
+      {{2, 3}, {3}, {2}},
+      {{5, 2, 3}, {3, 4}, {5, 2, 4}},
+      {{2, 1, 2, 3}, {5, 3, 4}, {2, 5, 2, 4}},
+      {{3}, {5, 3, 4}, {5, 4}},
+      {{5, 2, 3}, {3}, {5, 2}},
+      {{0, 3}, {3, 4}, {0, 4}},
+      {{2, 0}, {0, 4}, {2, 4}},
   };
   for (const Case &c : cases)
     EXPECT_TRUE(isType(infer(OpKind::Matmul, {T(F32, c.a), T(F32, c.b)}), T(F32, c.out)))
@@ -152,24 +162,23 @@ TEST(ShapeRules, MatmulErrors) {
   EXPECT_TRUE(isError(infer(OpKind::Matmul, {T(F32, {2, 3}), T(F32, {4, 5})}), "shape",
                       {"'matmul' cannot multiply operand 0 (a) f32[2,3] by operand 1 (b) f32[4,5]",
                        "contracted dims are 3 vs 4"}));
-  EXPECT_TRUE(isError(infer(OpKind::Matmul, {T(F32, {3}), T(F32, {4})}), "shape",
-                      {"3 vs 4"}));
+  EXPECT_TRUE(isError(infer(OpKind::Matmul, {T(F32, {3}), T(F32, {4})}), "shape", {"3 vs 4"}));
   EXPECT_TRUE(isError(infer(OpKind::Matmul, {T(F32, {}), T(F32, {3})}), "shape",
                       {"'matmul'", "operand 0 (a) f32[]", "at least 1-D"}));
-  EXPECT_TRUE(isError(infer(OpKind::Matmul, {T(F32, {3}), T(F32, {})}), "shape",
-                      {"operand 1 (b) f32[]"}));
+  EXPECT_TRUE(
+      isError(infer(OpKind::Matmul, {T(F32, {3}), T(F32, {})}), "shape", {"operand 1 (b) f32[]"}));
   EXPECT_TRUE(isError(infer(OpKind::Matmul, {T(F32, {2, 3, 4}), T(F32, {3, 4, 5})}), "shape",
                       {"the batch dims [2] of operand 0 (a) f32[2,3,4]",
                        "[3] of operand 1 (b) f32[3,4,5]", "dim 0 is 2 vs 3"}));
-  EXPECT_TRUE(isError(infer(OpKind::Matmul, {T(Bool, {2, 2}), T(Bool, {2, 2})}), "dtype",
-                      {"'matmul'"}));
+  EXPECT_TRUE(
+      isError(infer(OpKind::Matmul, {T(Bool, {2, 2}), T(Bool, {2, 2})}), "dtype", {"'matmul'"}));
 }
 
 TEST(ShapeRules, Linear) {
   EXPECT_TRUE(isType(infer(OpKind::Linear, {T(F32, {8, 16}), T(F32, {32, 16}), T(F32, {32})}),
                      T(F32, {8, 32})));
-  EXPECT_TRUE(isType(infer(OpKind::Linear, {T(F32, {2, 5, 16}), T(F32, {32, 16})}),
-                     T(F32, {2, 5, 32})));
+  EXPECT_TRUE(
+      isType(infer(OpKind::Linear, {T(F32, {2, 5, 16}), T(F32, {32, 16})}), T(F32, {2, 5, 32})));
   EXPECT_TRUE(isType(infer(OpKind::Linear, {T(F32, {16}), T(F32, {32, 16})}), T(F32, {32})));
   EXPECT_TRUE(isType(infer(OpKind::Linear, {T(F16, {4, 16}), T(F32, {8, 16}), T(F16, {8})}),
                      T(F32, {4, 8})));
@@ -191,9 +200,9 @@ TEST(ShapeRules, Conv2d) {
   const TensorType x = T(F32, {1, 3, 32, 32}), w = T(F32, {16, 3, 3, 3});
   EXPECT_TRUE(isType(infer(OpKind::Conv2d, {x, w}), T(F32, {1, 16, 30, 30})));
   // floor((32 + 2 - 3) / 2) + 1 = 16
-  EXPECT_TRUE(isType(infer(OpKind::Conv2d, {x, w, T(F32, {16})},
-                           {L("stride", {2, 2}), L("padding", {1, 1})}),
-                     T(F32, {1, 16, 16, 16})));
+  EXPECT_TRUE(isType(
+      infer(OpKind::Conv2d, {x, w, T(F32, {16})}, {L("stride", {2, 2}), L("padding", {1, 1})}),
+      T(F32, {1, 16, 16, 16})));
   // Dilation 2 makes the kernel extent 5: 32 + 4 - 5 + 1 = 32.
   EXPECT_TRUE(isType(infer(OpKind::Conv2d, {x, w}, {L("dilation", {2, 2}), L("padding", {2, 2})}),
                      T(F32, {1, 16, 32, 32})));
@@ -202,15 +211,15 @@ TEST(ShapeRules, Conv2d) {
                            {L("padding", {1, 0, 2, 1})}),
                      T(F32, {2, 8, 11, 11})));
   // Different strides per dim: (7 - 3) / 2 + 1 = 3 and (7 - 3) / 3 + 1 = 2.
-  EXPECT_TRUE(isType(infer(OpKind::Conv2d, {T(F32, {1, 1, 7, 7}), T(F32, {1, 1, 3, 3})},
-                           {L("stride", {2, 3})}),
-                     T(F32, {1, 1, 3, 2})));
-  EXPECT_TRUE(isType(infer(OpKind::Conv2d, {T(F32, {1, 4, 8, 8}), T(F32, {6, 2, 3, 3})},
-                           {I("groups", 2)}),
-                     T(F32, {1, 6, 6, 6})));
-  EXPECT_TRUE(isType(infer(OpKind::Conv2d, {T(F16, {1, 4, 8, 8}), T(F16, {4, 1, 3, 3})},
-                           {I("groups", 4)}),
-                     T(F16, {1, 4, 6, 6})));
+  EXPECT_TRUE(isType(
+      infer(OpKind::Conv2d, {T(F32, {1, 1, 7, 7}), T(F32, {1, 1, 3, 3})}, {L("stride", {2, 3})}),
+      T(F32, {1, 1, 3, 2})));
+  EXPECT_TRUE(
+      isType(infer(OpKind::Conv2d, {T(F32, {1, 4, 8, 8}), T(F32, {6, 2, 3, 3})}, {I("groups", 2)}),
+             T(F32, {1, 6, 6, 6})));
+  EXPECT_TRUE(
+      isType(infer(OpKind::Conv2d, {T(F16, {1, 4, 8, 8}), T(F16, {4, 1, 3, 3})}, {I("groups", 4)}),
+             T(F16, {1, 4, 6, 6})));
   EXPECT_TRUE(isType(infer(OpKind::Conv2d, {T(F32, {0, 3, 5, 5}), T(F32, {2, 3, 5, 5})}),
                      T(F32, {0, 2, 1, 1})));
 }
@@ -231,32 +240,32 @@ TEST(ShapeRules, Conv2dErrors) {
                       {"groups=0 must be positive"}));
   EXPECT_TRUE(isError(infer(OpKind::Conv2d, {x, T(F32, {16, 1, 3, 3})}, {I("groups", 2)}), "shape",
                       {"groups=2 does not divide the 3 channels of operand 0 (x) f32[1,3,8,8]"}));
-  EXPECT_TRUE(isError(infer(OpKind::Conv2d, {T(F32, {1, 4, 8, 8}), T(F32, {3, 2, 3, 3})},
-                            {I("groups", 2)}),
-                      "shape", {"does not divide the 3 output channels of operand 1 (weight)"}));
+  EXPECT_TRUE(
+      isError(infer(OpKind::Conv2d, {T(F32, {1, 4, 8, 8}), T(F32, {3, 2, 3, 3})}, {I("groups", 2)}),
+              "shape", {"does not divide the 3 output channels of operand 1 (weight)"}));
   EXPECT_TRUE(isError(infer(OpKind::Conv2d, {x, T(F32, {16, 4, 3, 3})}), "shape",
                       {"operand 1 (weight) f32[16,4,3,3] takes 4 input channels per group",
                        "operand 0 (x) f32[1,3,8,8]", "has 3"}));
   EXPECT_TRUE(isError(infer(OpKind::Conv2d, {T(F32, {1, 1, 4, 4}), T(F32, {1, 1, 5, 5})}), "shape",
                       {"the kernel does not fit operand 0 (x) f32[1,1,4,4]",
                        "dim 2 is 4 + padding 0 + 0 < kernel extent 5"}));
-  EXPECT_TRUE(isError(infer(OpKind::Conv2d, {T(F32, {1, 1, 4, 4}), T(F32, {1, 1, 3, 3})},
-                            {L("dilation", {2, 2})}),
-                      "shape", {"kernel extent 5", "dilation [2,2]"}));
+  EXPECT_TRUE(isError(
+      infer(OpKind::Conv2d, {T(F32, {1, 1, 4, 4}), T(F32, {1, 1, 3, 3})}, {L("dilation", {2, 2})}),
+      "shape", {"kernel extent 5", "dilation [2,2]"}));
   EXPECT_TRUE(isError(infer(OpKind::Conv2d, {T(F32, {3, 8, 8}), w}), "shape",
                       {"operand 0 (x) f32[3,8,8] must be 4-D [N, C, H, W]"}));
   EXPECT_TRUE(isError(infer(OpKind::Conv2d, {x, T(F32, {16, 3, 3})}), "shape",
                       {"operand 1 (weight) f32[16,3,3] must be 4-D"}));
   EXPECT_TRUE(isError(infer(OpKind::Conv2d, {x, w, T(F32, {8})}), "shape",
                       {"operand 2 (bias) f32[8] must be [16]"}));
-  EXPECT_TRUE(isError(infer(OpKind::Conv2d, {x, T(F32, {16, 3, 0, 3})}), "shape",
-                      {"empty kernel"}));
+  EXPECT_TRUE(
+      isError(infer(OpKind::Conv2d, {x, T(F32, {16, 3, 0, 3})}), "shape", {"empty kernel"}));
   EXPECT_TRUE(isError(infer(OpKind::Conv2d, {T(I32, {1, 3, 8, 8}), T(I32, {16, 3, 3, 3})}), "dtype",
                       {"'conv2d'", "floating"}));
-  EXPECT_TRUE(isError(infer(OpKind::Conv2d, {x, w}, {L("dilation", {int64_t{1} << 62, 1})}),
-                      "attr", {"overflow"}));
-  EXPECT_TRUE(isError(infer(OpKind::Conv2d, {x, w}, {L("padding", {kMax, kMax})}), "attr",
+  EXPECT_TRUE(isError(infer(OpKind::Conv2d, {x, w}, {L("dilation", {int64_t{1} << 62, 1})}), "attr",
                       {"overflow"}));
+  EXPECT_TRUE(
+      isError(infer(OpKind::Conv2d, {x, w}, {L("padding", {kMax, kMax})}), "attr", {"overflow"}));
 }
 
 // ---- pooling and normalisation ------------------------------------------------------------
@@ -283,17 +292,16 @@ TEST(ShapeRules, PoolCeilMode) {
       isType(infer(OpKind::MaxPool2d, {T(F32, {1, 1, 4, 4})}, k3s2p1), T(F32, {1, 1, 2, 2})));
   std::vector<NamedAttr> ceil = k3s2p1;
   ceil.push_back(B("ceil_mode", true));
-  EXPECT_TRUE(
-      isType(infer(OpKind::MaxPool2d, {T(F32, {1, 1, 4, 4})}, ceil), T(F32, {1, 1, 3, 3})));
+  EXPECT_TRUE(isType(infer(OpKind::MaxPool2d, {T(F32, {1, 1, 4, 4})}, ceil), T(F32, {1, 1, 3, 3})));
   // 5 + 2 - 2 = 5 of room gives ceil(5/2) + 1 = 4 windows, but the 4th would start at 6, in the
   // right padding (5 + 1 left), so PyTorch drops it: 3.
-  EXPECT_TRUE(isType(infer(OpKind::MaxPool2d, {T(F32, {1, 1, 5, 5})},
-                           {L("kernel", {2, 2}), L("stride", {2, 2}), L("padding", {1, 1}),
-                            B("ceil_mode", true)}),
-                     T(F32, {1, 1, 3, 3})));
-  EXPECT_TRUE(isType(infer(OpKind::AvgPool2d, {T(F32, {1, 1, 5, 5})},
-                           {L("kernel", {2, 2}), B("ceil_mode", true)}),
-                     T(F32, {1, 1, 3, 3})));
+  EXPECT_TRUE(isType(
+      infer(OpKind::MaxPool2d, {T(F32, {1, 1, 5, 5})},
+            {L("kernel", {2, 2}), L("stride", {2, 2}), L("padding", {1, 1}), B("ceil_mode", true)}),
+      T(F32, {1, 1, 3, 3})));
+  EXPECT_TRUE(isType(
+      infer(OpKind::AvgPool2d, {T(F32, {1, 1, 5, 5})}, {L("kernel", {2, 2}), B("ceil_mode", true)}),
+      T(F32, {1, 1, 3, 3})));
   EXPECT_TRUE(isType(infer(OpKind::AvgPool2d, {T(F32, {1, 1, 5, 5})}, {L("kernel", {2, 2})}),
                      T(F32, {1, 1, 2, 2})));
 }
@@ -307,9 +315,9 @@ TEST(ShapeRules, AvgPool2d) {
   EXPECT_TRUE(isType(infer(OpKind::AvgPool2d, {T(BF16, {1, 1, 5, 5})},
                            {L("kernel", {2, 2}), L("padding", {0, 0, 1, 1})}),
                      T(BF16, {1, 1, 3, 3})));
-  EXPECT_TRUE(isType(infer(OpKind::AvgPool2d, {T(F32, {1, 2, 6, 9})},
-                           {L("kernel", {2, 3}), L("stride", {2, 3})}),
-                     T(F32, {1, 2, 3, 3})));
+  EXPECT_TRUE(isType(
+      infer(OpKind::AvgPool2d, {T(F32, {1, 2, 6, 9})}, {L("kernel", {2, 3}), L("stride", {2, 3})}),
+      T(F32, {1, 2, 3, 3})));
 }
 
 TEST(ShapeRules, PoolErrors) {
@@ -347,8 +355,8 @@ TEST(ShapeRules, GlobalAvgPool) {
 
 TEST(ShapeRules, BatchNorm) {
   const TensorType c = T(F32, {3});
-  EXPECT_TRUE(isType(infer(OpKind::BatchNorm, {T(F32, {2, 3, 4, 4}), c, c, c, c}),
-                     T(F32, {2, 3, 4, 4})));
+  EXPECT_TRUE(
+      isType(infer(OpKind::BatchNorm, {T(F32, {2, 3, 4, 4}), c, c, c, c}), T(F32, {2, 3, 4, 4})));
   EXPECT_TRUE(isType(infer(OpKind::BatchNorm, {T(F32, {5, 3}), c, c, c, c}, {I("eps", 1)}),
                      T(F32, {5, 3})));
   EXPECT_TRUE(isType(infer(OpKind::BatchNorm, {T(F16, {2, 3, 4}), c, c, c, c}), T(F32, {2, 3, 4})));
@@ -366,8 +374,8 @@ TEST(ShapeRules, LayerNorm) {
   const TensorType x = T(F32, {2, 5, 8});
   EXPECT_TRUE(isType(infer(OpKind::LayerNorm, {x, T(F32, {8}), T(F32, {8})}), T(F32, {2, 5, 8})));
   EXPECT_TRUE(isType(infer(OpKind::LayerNorm, {x, T(F32, {5, 8})}, {I("axis", 1)}), x));
-  EXPECT_TRUE(isType(infer(OpKind::LayerNorm, {x, T(F32, {5, 8}), T(F32, {5, 8})}, {I("axis", -2)}),
-                     x));
+  EXPECT_TRUE(
+      isType(infer(OpKind::LayerNorm, {x, T(F32, {5, 8}), T(F32, {5, 8})}, {I("axis", -2)}), x));
   EXPECT_TRUE(isType(infer(OpKind::LayerNorm, {x}, {I("axis", 0)}), x));
   EXPECT_TRUE(isType(infer(OpKind::LayerNorm, {T(F16, {4, 6}), T(F16, {6})}), T(F16, {4, 6})));
   EXPECT_TRUE(isError(infer(OpKind::LayerNorm, {x, T(F32, {5})}), "shape",
@@ -387,8 +395,8 @@ TEST(ShapeRules, Reductions) {
   EXPECT_TRUE(isType(infer(OpKind::Sum, {x}), T(F32, {})));
   EXPECT_TRUE(isType(infer(OpKind::Sum, {x}, {B("keepdims", true)}), T(F32, {1, 1, 1})));
   EXPECT_TRUE(isType(infer(OpKind::Sum, {x}, {L("axes", {1})}), T(F32, {2, 4})));
-  EXPECT_TRUE(isType(infer(OpKind::Sum, {x}, {L("axes", {1}), B("keepdims", true)}),
-                     T(F32, {2, 1, 4})));
+  EXPECT_TRUE(
+      isType(infer(OpKind::Sum, {x}, {L("axes", {1}), B("keepdims", true)}), T(F32, {2, 1, 4})));
   EXPECT_TRUE(isType(infer(OpKind::Mean, {x}, {L("axes", {-1, 0})}), T(F32, {3})));
   EXPECT_TRUE(isType(infer(OpKind::Max, {x}, {L("axes", {2, 0, 1})}), T(F32, {})));
   EXPECT_TRUE(isType(infer(OpKind::Sum, {T(I32, {4})}), T(I64, {})));
@@ -407,9 +415,9 @@ TEST(ShapeRules, Reductions) {
 
 TEST(ShapeRules, ReductionErrors) {
   const TensorType x = T(F32, {2, 3});
-  EXPECT_TRUE(isError(infer(OpKind::Sum, {x}, {L("axes", {2})}), "shape",
-                      {"'sum'",
-                       "axes=[2]: axis 2 is out of range for operand 0 (x) f32[2,3] (rank 2)"}));
+  EXPECT_TRUE(
+      isError(infer(OpKind::Sum, {x}, {L("axes", {2})}), "shape",
+              {"'sum'", "axes=[2]: axis 2 is out of range for operand 0 (x) f32[2,3] (rank 2)"}));
   EXPECT_TRUE(isError(infer(OpKind::Mean, {x}, {L("axes", {-3})}), "shape", {"axis -3"}));
   EXPECT_TRUE(isError(infer(OpKind::Max, {x}, {L("axes", {1, -1})}), "attr",
                       {"'max'", "axes=[1, -1] names dim 1 more than once"}));
@@ -459,9 +467,9 @@ TEST(ShapeRules, ReshapeErrors) {
                       {"shape=[4, -1]", "6 is not a multiple of 4"}));
   EXPECT_TRUE(isError(infer(OpKind::Reshape, {T(F32, {0, 4})}, {L("shape", {4, 0, -1})}), "shape",
                       {"cannot infer the -1 in shape=[4, 0, -1]", "f32[0,4] (0 elements)"}));
-  EXPECT_TRUE(isError(infer(OpKind::Reshape, {T(F32, {1})},
-                            {L("shape", {int64_t{1} << 40, int64_t{1} << 40})}),
-                      "shape", {"2^62"}));
+  EXPECT_TRUE(isError(
+      infer(OpKind::Reshape, {T(F32, {1})}, {L("shape", {int64_t{1} << 40, int64_t{1} << 40})}),
+      "shape", {"2^62"}));
 }
 
 TEST(ShapeRules, Transpose) {
@@ -481,9 +489,9 @@ TEST(ShapeRules, Transpose) {
 
 TEST(ShapeRules, Concat) {
   EXPECT_TRUE(isType(infer(OpKind::Concat, {T(F32, {2, 3}), T(F32, {4, 3})}), T(F32, {6, 3})));
-  EXPECT_TRUE(isType(infer(OpKind::Concat, {T(F32, {2, 3}), T(F32, {2, 5}), T(F32, {2, 1})},
-                           {I("axis", 1)}),
-                     T(F32, {2, 9})));
+  EXPECT_TRUE(isType(
+      infer(OpKind::Concat, {T(F32, {2, 3}), T(F32, {2, 5}), T(F32, {2, 1})}, {I("axis", 1)}),
+      T(F32, {2, 9})));
   EXPECT_TRUE(isType(infer(OpKind::Concat, {T(F32, {2, 3}), T(F32, {2, 5})}, {I("axis", -1)}),
                      T(F32, {2, 8})));
   EXPECT_TRUE(isType(infer(OpKind::Concat, {T(I8, {7})}), T(I8, {7})));
@@ -520,24 +528,24 @@ TEST(ShapeRules, SliceFollowsOnnx) {
   EXPECT_TRUE(isType(slice({L("starts", {1}), L("ends", {10}), L("steps", {4})}), T(F32, {3, 20})));
   EXPECT_TRUE(isType(slice({L("starts", {5}), L("ends", {2})}), T(F32, {0, 20})));
   // Reversal: start 9, end clamped to -1.
-  EXPECT_TRUE(isType(slice({L("starts", {-1}), L("ends", {kMin}), L("steps", {-1})}),
-                     T(F32, {10, 20})));
+  EXPECT_TRUE(
+      isType(slice({L("starts", {-1}), L("ends", {kMin}), L("steps", {-1})}), T(F32, {10, 20})));
   // 8, 6, 4.
   EXPECT_TRUE(isType(slice({L("starts", {8}), L("ends", {2}), L("steps", {-2})}), T(F32, {3, 20})));
   // With a negative step the start clamps to 0, the end to -1: element 0 only.
-  EXPECT_TRUE(isType(slice({L("starts", {-100}), L("ends", {-100}), L("steps", {-1})}),
-                     T(F32, {1, 20})));
-  EXPECT_TRUE(isType(
-      slice({L("starts", {1000}), L("ends", {15}), L("axes", {1}), L("steps", {-3})}),
-      T(F32, {10, 2})));
-  EXPECT_TRUE(isType(slice({L("starts", {9}), L("ends", {kMin}), L("steps", {kMin})}),
-                     T(F32, {1, 20})));
-  EXPECT_TRUE(isType(slice({L("starts", {0}), L("ends", {10}), L("steps", {kMax})}),
-                     T(F32, {1, 20})));
+  EXPECT_TRUE(
+      isType(slice({L("starts", {-100}), L("ends", {-100}), L("steps", {-1})}), T(F32, {1, 20})));
+  EXPECT_TRUE(
+      isType(slice({L("starts", {1000}), L("ends", {15}), L("axes", {1}), L("steps", {-3})}),
+             T(F32, {10, 2})));
+  EXPECT_TRUE(
+      isType(slice({L("starts", {9}), L("ends", {kMin}), L("steps", {kMin})}), T(F32, {1, 20})));
+  EXPECT_TRUE(
+      isType(slice({L("starts", {0}), L("ends", {10}), L("steps", {kMax})}), T(F32, {1, 20})));
   EXPECT_TRUE(isType(slice({L("starts", {}), L("ends", {})}), x));
-  EXPECT_TRUE(isType(infer(OpKind::Slice, {T(I32, {0})},
-                           {L("starts", {0}), L("ends", {-1}), L("steps", {-1})}),
-                     T(I32, {0})));
+  EXPECT_TRUE(isType(
+      infer(OpKind::Slice, {T(I32, {0})}, {L("starts", {0}), L("ends", {-1}), L("steps", {-1})}),
+      T(I32, {0})));
 }
 
 TEST(ShapeRules, SliceErrors) {
@@ -562,10 +570,10 @@ TEST(ShapeRules, SliceErrors) {
 TEST(ShapeRules, Gather) {
   const TensorType data = T(F32, {5, 4});
   EXPECT_TRUE(isType(infer(OpKind::Gather, {data, T(I64, {3})}), T(F32, {3, 4})));
-  EXPECT_TRUE(isType(infer(OpKind::Gather, {data, T(I32, {2, 2})}, {I("axis", 1)}),
-                     T(F32, {5, 2, 2})));
-  EXPECT_TRUE(isType(infer(OpKind::Gather, {data, T(I32, {2, 2})}, {I("axis", -1)}),
-                     T(F32, {5, 2, 2})));
+  EXPECT_TRUE(
+      isType(infer(OpKind::Gather, {data, T(I32, {2, 2})}, {I("axis", 1)}), T(F32, {5, 2, 2})));
+  EXPECT_TRUE(
+      isType(infer(OpKind::Gather, {data, T(I32, {2, 2})}, {I("axis", -1)}), T(F32, {5, 2, 2})));
   EXPECT_TRUE(isType(infer(OpKind::Gather, {data, T(I64, {})}), T(F32, {4})));
   EXPECT_TRUE(isType(infer(OpKind::Gather, {T(I32, {2, 3, 4}), T(I64, {6})}, {I("axis", 1)}),
                      T(I32, {2, 6, 4})));
@@ -624,15 +632,15 @@ TEST(ShapeRules, Flatten) {
   EXPECT_TRUE(isType(infer(OpKind::Flatten, {T(F32, {2, 0, 3})}, {I("start", 1)}), T(F32, {2, 0})));
   EXPECT_TRUE(isError(infer(OpKind::Flatten, {x}, {I("start", 2), I("end", 1)}), "shape",
                       {"'flatten'", "start=2 comes after end=1 for operand 0 (x) f32[2,3,4]"}));
-  EXPECT_TRUE(isError(infer(OpKind::Flatten, {x}, {I("start", 3)}), "shape",
-                      {"start=3 is out of range"}));
+  EXPECT_TRUE(
+      isError(infer(OpKind::Flatten, {x}, {I("start", 3)}), "shape", {"start=3 is out of range"}));
   EXPECT_TRUE(isError(infer(OpKind::Flatten, {T(F32, {})}, {I("start", 1)}), "shape",
                       {"start=1 is out of range"}));
 }
 
 TEST(ShapeRules, ExpandIsBidirectional) {
-  EXPECT_TRUE(isType(infer(OpKind::Expand, {T(F32, {3, 1})}, {L("shape", {2, 3, 4})}),
-                     T(F32, {2, 3, 4})));
+  EXPECT_TRUE(
+      isType(infer(OpKind::Expand, {T(F32, {3, 1})}, {L("shape", {2, 3, 4})}), T(F32, {2, 3, 4})));
   EXPECT_TRUE(isType(infer(OpKind::Expand, {T(F32, {2, 3})}, {L("shape", {1})}), T(F32, {2, 3})));
   EXPECT_TRUE(
       isType(infer(OpKind::Expand, {T(F32, {2, 1})}, {L("shape", {1, 5})}), T(F32, {2, 5})));
@@ -650,12 +658,12 @@ TEST(ShapeRules, ExpandIsBidirectional) {
 TEST(ShapeRules, CastTransferConstant) {
   EXPECT_TRUE(isType(infer(OpKind::Cast, {T(F32, {2, 3})}, {{"to", F16}}), T(F16, {2, 3})));
   EXPECT_TRUE(isType(infer(OpKind::Cast, {T(I64, {})}, {{"to", Bool}}), T(Bool, {})));
-  EXPECT_TRUE(isType(infer(OpKind::Transfer, {T(BF16, {4})}, {{"to", Device::cuda(0)}}),
-                     T(BF16, {4})));
-  EXPECT_TRUE(isType(infer(OpKind::Constant, {}, {{"value", TensorData(I32, {2, 2})}}),
-                     T(I32, {2, 2})));
-  EXPECT_TRUE(isType(infer(OpKind::Constant, {}, {{"value", TensorData::full(F64, {}, 1.5)}}),
-                     T(F64, {})));
+  EXPECT_TRUE(
+      isType(infer(OpKind::Transfer, {T(BF16, {4})}, {{"to", Device::cuda(0)}}), T(BF16, {4})));
+  EXPECT_TRUE(
+      isType(infer(OpKind::Constant, {}, {{"value", TensorData(I32, {2, 2})}}), T(I32, {2, 2})));
+  EXPECT_TRUE(
+      isType(infer(OpKind::Constant, {}, {{"value", TensorData::full(F64, {}, 1.5)}}), T(F64, {})));
   EXPECT_TRUE(isError(infer(OpKind::Cast, {T(F32, {2})}), "test", {"requires attribute 'to'"}));
   EXPECT_TRUE(isError(infer(OpKind::Constant, {T(F32, {2})}, {{"value", TensorData(I32, {2})}}),
                       "arity", {"'constant' takes 0 operands"}));
@@ -665,22 +673,29 @@ TEST(ShapeRules, ElementCountsBeyond2To62AreRejected) {
   const int64_t big = int64_t{1} << 32;
   EXPECT_TRUE(isType(infer(OpKind::Neg, {T(F32, {big / 2, big / 2})}), T(F32, {big / 2, big / 2})));
   EXPECT_TRUE(isError(infer(OpKind::Neg, {T(F32, {big, big})}), "shape", {"'neg'", "2^62"}));
-  EXPECT_TRUE(isError(infer(OpKind::Expand, {T(F32, {1})}, {L("shape", {big, big})}), "shape",
-                      {"2^62"}));
-  EXPECT_TRUE(isError(infer(OpKind::Matmul, {T(F32, {big, 1}), T(F32, {1, big})}), "shape",
-                      {"2^62"}));
-  EXPECT_TRUE(isError(infer(OpKind::Flatten, {T(F32, {big, big, 0})}, {I("end", 1)}), "shape",
-                      {"2^62"}));
-  EXPECT_TRUE(isError(infer(OpKind::Reshape, {T(F32, {big, big})}, {L("shape", {-1})}), "shape",
-                      {"2^62"}));
+  EXPECT_TRUE(
+      isError(infer(OpKind::Expand, {T(F32, {1})}, {L("shape", {big, big})}), "shape", {"2^62"}));
+  EXPECT_TRUE(
+      isError(infer(OpKind::Matmul, {T(F32, {big, 1}), T(F32, {1, big})}), "shape", {"2^62"}));
+  EXPECT_TRUE(
+      isError(infer(OpKind::Flatten, {T(F32, {big, big, 0})}, {I("end", 1)}), "shape", {"2^62"}));
+  EXPECT_TRUE(
+      isError(infer(OpKind::Reshape, {T(F32, {big, big})}, {L("shape", {-1})}), "shape", {"2^62"}));
 }
 
 // Every op with extreme attribute values and odd shapes: a type or a coded error, never a crash
 // (inferType aborts on a negative dim; the sanitizer build catches overflow).
 TEST(ShapeRules, ExtremeAttributesNeverCrash) {
-  const std::vector<std::vector<int64_t>> intsValues = {
-      {}, {kMin}, {kMax}, {kMin, kMax}, {kMax, kMin}, {-1, -1}, {0, 0}, {kMax, kMax, kMax, kMax},
-      {1, 2, 3, 4, 5}, {-1, 0, 1, 2}};
+  const std::vector<std::vector<int64_t>> intsValues = {{},
+                                                        {kMin},
+                                                        {kMax},
+                                                        {kMin, kMax},
+                                                        {kMax, kMin},
+                                                        {-1, -1},
+                                                        {0, 0},
+                                                        {kMax, kMax, kMax, kMax},
+                                                        {1, 2, 3, 4, 5},
+                                                        {-1, 0, 1, 2}};
   const std::vector<int64_t> intValues = {kMin, kMax, -5, -1, 0, 1, 4};
   const std::vector<Shape> shapes = {{2, 3, 4, 5}, {0, 1, 3, 1}, {}, {1}, {7, 0}};
   const std::set<std::string> codes = {"shape", "attr", "dtype", "arity"};
@@ -698,11 +713,16 @@ TEST(ShapeRules, ExtremeAttributesNeverCrash) {
       }
       Attrs base;
       for (const AttrSpec &s : op.attrs) {
-        if (!s.required) base.push_back(s.defaultValue);
-        else if (s.kind == AttrKind::Ints) base.push_back(std::vector<int64_t>{1, 1});
-        else if (s.kind == AttrKind::DType) base.push_back(F16);
-        else if (s.kind == AttrKind::Device) base.push_back(Device::cpu(1));
-        else base.push_back(TensorData(I8, {2}));
+        if (!s.required)
+          base.push_back(s.defaultValue);
+        else if (s.kind == AttrKind::Ints)
+          base.push_back(std::vector<int64_t>{1, 1});
+        else if (s.kind == AttrKind::DType)
+          base.push_back(F16);
+        else if (s.kind == AttrKind::Device)
+          base.push_back(Device::cpu(1));
+        else
+          base.push_back(TensorData(I8, {2}));
       }
       auto check = [&](const Attrs &attrs) {
         ++calls;
@@ -751,9 +771,9 @@ TEST(MakeAttrs, CompletesDefaults) {
   Expected<Attrs> g = makeAttrs(gelu, {}, Location{});
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(attrString(gelu, *g, "approximate"), "none");
-  EXPECT_EQ(attrFloat(opInfo(OpKind::LayerNorm), *makeAttrs(opInfo(OpKind::LayerNorm), {}, {}),
-                      "eps"),
-            1e-5);
+  EXPECT_EQ(
+      attrFloat(opInfo(OpKind::LayerNorm), *makeAttrs(opInfo(OpKind::LayerNorm), {}, {}), "eps"),
+      1e-5);
 }
 
 TEST(MakeAttrs, WidensIntToFloat) {
@@ -848,14 +868,27 @@ TEST(OpTable, EveryOpInfersASample) {
   };
   const TensorType x = T(F32, {2, 3}), img = T(F32, {1, 2, 4, 4});
   const std::vector<Sample> samples = {
-      {OpKind::Neg, {x}, {}, x}, {OpKind::Abs, {x}, {}, x}, {OpKind::Exp, {x}, {}, x},
-      {OpKind::Log, {x}, {}, x}, {OpKind::Sqrt, {x}, {}, x}, {OpKind::Rsqrt, {x}, {}, x},
-      {OpKind::Tanh, {x}, {}, x}, {OpKind::Sigmoid, {x}, {}, x}, {OpKind::Relu, {x}, {}, x},
-      {OpKind::Gelu, {x}, {}, x}, {OpKind::Erf, {x}, {}, x}, {OpKind::Silu, {x}, {}, x},
-      {OpKind::Add, {x, T(F32, {3})}, {}, x}, {OpKind::Sub, {x, x}, {}, x},
-      {OpKind::Mul, {x, x}, {}, x}, {OpKind::Div, {x, x}, {}, x}, {OpKind::Pow, {x, x}, {}, x},
-      {OpKind::Maximum, {x, x}, {}, x}, {OpKind::Minimum, {x, x}, {}, x},
-      {OpKind::Equal, {x, x}, {}, T(Bool, {2, 3})}, {OpKind::Less, {x, x}, {}, T(Bool, {2, 3})},
+      {OpKind::Neg, {x}, {}, x},
+      {OpKind::Abs, {x}, {}, x},
+      {OpKind::Exp, {x}, {}, x},
+      {OpKind::Log, {x}, {}, x},
+      {OpKind::Sqrt, {x}, {}, x},
+      {OpKind::Rsqrt, {x}, {}, x},
+      {OpKind::Tanh, {x}, {}, x},
+      {OpKind::Sigmoid, {x}, {}, x},
+      {OpKind::Relu, {x}, {}, x},
+      {OpKind::Gelu, {x}, {}, x},
+      {OpKind::Erf, {x}, {}, x},
+      {OpKind::Silu, {x}, {}, x},
+      {OpKind::Add, {x, T(F32, {3})}, {}, x},
+      {OpKind::Sub, {x, x}, {}, x},
+      {OpKind::Mul, {x, x}, {}, x},
+      {OpKind::Div, {x, x}, {}, x},
+      {OpKind::Pow, {x, x}, {}, x},
+      {OpKind::Maximum, {x, x}, {}, x},
+      {OpKind::Minimum, {x, x}, {}, x},
+      {OpKind::Equal, {x, x}, {}, T(Bool, {2, 3})},
+      {OpKind::Less, {x, x}, {}, T(Bool, {2, 3})},
       {OpKind::Greater, {x, x}, {}, T(Bool, {2, 3})},
       {OpKind::Where, {T(Bool, {2, 3}), x, x}, {}, x},
       {OpKind::Matmul, {x, T(F32, {3, 5})}, {}, T(F32, {2, 5})},
@@ -869,7 +902,8 @@ TEST(OpTable, EveryOpInfersASample) {
       {OpKind::Sum, {x}, {L("axes", {0})}, T(F32, {3})},
       {OpKind::Mean, {x}, {L("axes", {1})}, T(F32, {2})},
       {OpKind::Max, {x}, {}, T(F32, {})},
-      {OpKind::Softmax, {x}, {}, x}, {OpKind::LogSoftmax, {x}, {}, x},
+      {OpKind::Softmax, {x}, {}, x},
+      {OpKind::LogSoftmax, {x}, {}, x},
       {OpKind::Reshape, {x}, {L("shape", {3, 2})}, T(F32, {3, 2})},
       {OpKind::Transpose, {x}, {}, T(F32, {3, 2})},
       {OpKind::Concat, {x, x}, {I("axis", 1)}, T(F32, {2, 6})},

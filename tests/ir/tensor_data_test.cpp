@@ -30,11 +30,11 @@ TEST(TensorData, IntegersTruncateTowardZeroAndSaturate) {
 }
 
 TEST(TensorData, HalfTypesRoundToNearestEven) {
-  EXPECT_EQ(roundTrip(DType::F16, 1.0 + 1.0 / 2048), 1.0);           // tie -> even
+  EXPECT_EQ(roundTrip(DType::F16, 1.0 + 1.0 / 2048), 1.0);               // tie -> even
   EXPECT_EQ(roundTrip(DType::F16, 1.0 + 3.0 / 2048), 1.0 + 2.0 / 1024);  // tie -> even (up)
   EXPECT_EQ(roundTrip(DType::F16, 65504), 65504);
   EXPECT_TRUE(std::isinf(roundTrip(DType::F16, 70000)));
-  EXPECT_EQ(roundTrip(DType::BF16, 1.00390625), 1.0);  // 1 + 2^-8: a tie, rounds to even
+  EXPECT_EQ(roundTrip(DType::BF16, 1.00390625), 1.0);       // 1 + 2^-8: a tie, rounds to even
   EXPECT_EQ(roundTrip(DType::BF16, 1.01171875), 1.015625);  // 1 + 3·2^-8 -> 1 + 2^-6
   EXPECT_EQ(roundTrip(DType::BF16, 3.0e38), 3.00405527047391e+38);  // RNE of f32 bits 0x7f61b1e6
   EXPECT_TRUE(std::isnan(roundTrip(DType::F16, std::nan(""))));

@@ -67,8 +67,8 @@ TEST(Verifier, RejectsParamDataOfAnotherTypeAndWrongAttributeKinds) {
   Expected<Attrs> attrs = makeAttrs(opInfo(OpKind::Softmax), {}, {});
   ASSERT_TRUE(attrs.ok());
   (*attrs)[0] = 1.5;  // axis must be an int
-  NodeId n = g.addNode({OpKind::Softmax, {w}, *attrs, {}, {}, {"t.fy", 2, 1}}, "s",
-                       {DType::F32, {2}});
+  NodeId n =
+      g.addNode({OpKind::Softmax, {w}, *attrs, {}, {}, {"t.fy", 2, 1}}, "s", {DType::F32, {2}});
   g.addOutput(g.node(n).result, std::nullopt, {});
   Status s = verify(g);
   ASSERT_FALSE(s.ok());
@@ -90,10 +90,13 @@ TEST(Verifier, ChecksArityAndOperandDTypes) {
   Status s = verify(g);
   ASSERT_EQ(s.diagnostics().size(), 2u) << messages(s);
   EXPECT_EQ(s.diagnostics()[0].code, "arity");
-  EXPECT_NE(messages(s).find("'add' takes 2 operands (a, b), got 1"), std::string::npos) << messages(s);
+  EXPECT_NE(messages(s).find("'add' takes 2 operands (a, b), got 1"), std::string::npos)
+      << messages(s);
   EXPECT_EQ(s.diagnostics()[1].code, "dtype");
-  EXPECT_NE(messages(s).find("operand 0 (x) of 'neg' must have a numeric (non-bool) dtype, got bool[2]"),
-            std::string::npos) << messages(s);
+  EXPECT_NE(
+      messages(s).find("operand 0 (x) of 'neg' must have a numeric (non-bool) dtype, got bool[2]"),
+      std::string::npos)
+      << messages(s);
 }
 
 TEST(Graph, NamesAreUniqueAndFreshNamesSkipTakenOnes) {

@@ -1,6 +1,5 @@
 // tools/ferry-compile/main.cpp — ferry-compile: check a .fy model, print it as text, DOT or JSON.
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -110,7 +109,7 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_flag("--no-locations", o.noLocations, "Leave source locations out of the output");
   app.footer("Exit status: 0 ok, 1 the model was rejected (diagnostics on stderr), "
-             "2 usage error or unreadable file.");
+             "2 usage error or unreadable file.\n");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

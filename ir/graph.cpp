@@ -10,7 +10,7 @@ ValueId Graph::addValue(std::string name, TensorType type, ValueKind kind, int32
   auto id = static_cast<ValueId>(values_.size());
   auto [it, inserted] = byName_.emplace(name, id);
   FERRY_CHECK(inserted) << "value name %" << name << " is taken";
-  values_.push_back(Value{id, std::move(name), std::move(type), kind, def, std::nullopt});
+  values_.push_back(Value{id, std::move(name), std::move(type), kind, def, std::nullopt, {}, {}});
   return id;
 }
 
@@ -31,14 +31,62 @@ ValueId Graph::addParam(std::string name, TensorData data, Initializer init,
 }
 
 NodeId Graph::addNode(NodeSpec spec, std::string resultName, TensorType resultType) {
+  NodeId id = createNode(std::move(spec), std::move(resultName), std::move(resultType));
+  order_.push_back(id);
+  return id;
+}
+
+NodeId Graph::createNode(NodeSpec spec, std::string resultName, TensorType resultType) {
   for (ValueId o : spec.operands)
     FERRY_CHECK(o >= 0 && static_cast<size_t>(o) < values_.size()) << "operand id " << o;
   auto id = static_cast<NodeId>(nodes_.size());
   ValueId r = addValue(std::move(resultName), std::move(resultType), ValueKind::Result, id);
   nodes_.push_back(Node{id, spec.op, std::move(spec.operands), r, std::move(spec.attrs),
                         spec.pinDevice, spec.pinDType, std::move(spec.loc)});
-  order_.push_back(id);
   return id;
+}
+
+void Graph::setOrder(std::vector<NodeId> order) {
+  for (NodeId n : order)
+    FERRY_CHECK(n >= 0 && static_cast<size_t>(n) < nodes_.size()) << "node id " << n;
+  order_ = std::move(order);
+}
+
+void Graph::setOperand(NodeId node, size_t index, ValueId v) {
+  Node &n = this->node(node);
+  FERRY_CHECK(index < n.operands.size()) << "operand " << index << " of node " << node;
+  value(v);  // range check
+  n.operands[index] = v;
+}
+
+void Graph::setOutputValue(size_t index, ValueId v) {
+  FERRY_CHECK(index < outputs_.size()) << "output " << index;
+  value(v);
+  outputs_[index].value = v;
+}
+
+void Graph::removeUnusedParams() {
+  std::vector<bool> used(values_.size(), false);
+  for (NodeId n : order_)
+    for (ValueId o : nodes_[n].operands) used[o] = true;
+  for (const OutputDecl &o : outputs_) used[o.value] = true;
+  std::vector<ParamDecl> kept;
+  for (ParamDecl &p : params_) {
+    if (!used[p.value]) {
+      values_[p.value].def = -1;  // belongs to nothing now
+      continue;
+    }
+    values_[p.value].def = static_cast<int32_t>(kept.size());
+    kept.push_back(std::move(p));
+  }
+  params_ = std::move(kept);
+}
+
+std::vector<std::vector<NodeId>> Graph::users() const {
+  std::vector<std::vector<NodeId>> users(values_.size());
+  for (NodeId n : order_)
+    for (ValueId o : nodes_[n].operands) users[o].push_back(n);
+  return users;
 }
 
 void Graph::addOutput(ValueId value, std::optional<Device> pin, Location loc) {

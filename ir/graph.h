@@ -23,6 +23,28 @@ using NodeId = int32_t;
 
 enum class ValueKind : uint8_t { Input, Param, Result };
 
+/// Why a value is on its device or has its dtype. The passes that decide record it as data on
+/// the graph, so diagnostics, dumps and `--explain` can explain any value; a chain of reasons
+/// is followed through `from`.
+struct Reason {
+  enum class Kind : uint8_t {
+    None,          ///< not decided (yet)
+    Pinned,        ///< a user pin on the node, param or output at `loc`
+    Declared,      ///< an input's declared device (at `loc`)
+    Inherited,     ///< from operand value `from`
+    FromConsumer,  ///< from the node whose result is `from` (params, constants: backward)
+    Target,        ///< nothing constrained it: the default target device
+    Fallback,      ///< the wanted device has no kernel for it; `detail` says which
+    CostModel,     ///< the cost model chose it; `detail` has the estimate
+    Rule,          ///< dtype: the op's dtype rule under the policy; `detail` says which
+    Inserted,      ///< a transfer or cast the compiler inserted for value `from`
+  };
+  Kind kind = Kind::None;
+  ValueId from = -1;
+  Location loc;
+  std::string detail;
+};
+
 /// An SSA tensor. `device` is unset until placement decides it (inputs: their declared device).
 struct Value {
   ValueId id = -1;
@@ -31,6 +53,8 @@ struct Value {
   ValueKind kind = ValueKind::Result;
   int32_t def = -1;  ///< Input: index in inputs(); Param: index in params(); Result: NodeId
   std::optional<Device> device;
+  Reason deviceReason;  ///< why `device` (placement)
+  Reason dtypeReason;   ///< why `type.dtype`, when a pass chose it (dtype pass)
 };
 
 /// How a param's data was written, so that printing writes the same initializer back.
@@ -71,6 +95,7 @@ struct Node {
   std::optional<Device> pinDevice;  ///< user pin: run on this device
   std::optional<DType> pinDType;    ///< user pin: compute in this dtype
   Location loc;
+  bool inserted = false;  ///< made by the compiler (a transfer or cast), not written by the user
 
   const OpInfo &info() const { return opInfo(op); }
 };
@@ -101,6 +126,22 @@ class Graph {
   /// Appends `spec` at the end of the order; its operands must already be defined.
   NodeId addNode(NodeSpec spec, std::string resultName, TensorType resultType);
   void addOutput(ValueId value, std::optional<Device> pin, Location loc);
+
+  // --- Rewriting (passes) -------------------------------------------------------------------
+  /// Creates a node and its result without putting it in the order; a pass that inserts nodes
+  /// creates them, then installs the new order with setOrder.
+  NodeId createNode(NodeSpec spec, std::string resultName, TensorType resultType);
+  /// Replaces the order. Nodes left out are dead: they keep their ids but are no longer part of
+  /// the graph (verify() checks the new order is topological).
+  void setOrder(std::vector<NodeId> order);
+  void setOperand(NodeId node, size_t index, ValueId v);
+  void setOutputValue(size_t index, ValueId v);
+  /// Drops params that no node in the order and no output reads (after folding or DCE).
+  /// Their values stay allocated (ids are never reused) but belong to nothing.
+  void removeUnusedParams();
+  /// For each value id, the nodes in the order that read it (a node reading a value twice is
+  /// listed twice), in order.
+  std::vector<std::vector<NodeId>> users() const;
 
   const Value &value(ValueId id) const;
   Value &value(ValueId id);

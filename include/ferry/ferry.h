@@ -12,3 +12,4 @@
 #include "ir/printer.h"
 #include "ir/status.h"
 #include "ir/verifier.h"
+#include "passes/compile.h"

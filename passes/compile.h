@@ -1,0 +1,48 @@
+// passes/compile.h — compile(): the pipeline from a verified graph to a placed, typed one.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/options.h"
+
+namespace ferry {
+
+/// What a compile did, for `ferry-compile --stats`, budgets and tests.
+struct CompileStats {
+  int transfers = 0;            ///< transfer nodes in the final graph (per run)
+  int64_t transferBytes = 0;    ///< bytes they move per run
+  int64_t h2dBytes = 0, d2hBytes = 0, d2dBytes = 0, h2hBytes = 0;
+  int castsInserted = 0;        ///< casts the dtype pass inserted
+  int castsFolded = 0;          ///< casts of params done at compile time
+  int castsRemoved = 0;         ///< cast round trips and duplicates simplify removed
+  int transfersRemoved = 0;     ///< transfer round trips and duplicates simplify removed
+  int casts = 0;                ///< cast nodes in the final graph
+  int nodesRemoved = 0;         ///< dead nodes removed
+  std::map<Device, int> nodesPerDevice;
+  double estimatedSeconds = 0;  ///< cost model's estimate of one run
+  std::vector<std::pair<std::string, double>> passSeconds;  ///< wall time per pass
+};
+
+/// The graph as far as the pipeline got, every diagnostic (warnings too) and the statistics.
+struct CompileResult {
+  Graph graph;
+  std::vector<Diagnostic> diagnostics;
+  CompileStats stats;
+  std::string lastPass;  ///< the pass the pipeline stopped after (or failed in)
+
+  bool ok() const;  ///< no error diagnostics
+};
+
+/// Runs verify -> placement -> dtype -> simplify -> budget on `graph` (stopping early on errors
+/// or after options.stopAfter). Invalid options are reported as diagnostics, like any error.
+CompileResult compile(Graph graph, const CompileOptions &options);
+
+/// Recomputes the statistics that describe a graph (transfers, bytes, casts, nodes per device,
+/// estimated time) — what compile() reports at the end.
+void describeGraph(const Graph &graph, const CompileOptions &options, CompileStats &stats);
+
+}  // namespace ferry

@@ -1,0 +1,117 @@
+// passes/options.h — what compile() is asked to do: devices, policies, cost model, capability
+// table, budgets.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/device.h"
+#include "ir/dtype.h"
+#include "ir/ops.h"
+#include "ir/status.h"
+
+namespace ferry {
+
+/// `strict`: eager-framework semantics checked ahead of time — nothing moves implicitly.
+/// `auto`: pins are constraints, the rest is placed to minimise estimated time.
+enum class PlacementPolicy : uint8_t { Strict, Auto };
+
+/// `strict`: operands must agree as PyTorch requires; `promote`: PyTorch's result_type rules
+/// everywhere with explicit casts; `autocast`: GEMMs/convs in `low` with f32 accumulation.
+struct DTypePolicy {
+  enum class Kind : uint8_t { Strict, Promote, Autocast };
+  Kind kind = Kind::Strict;
+  DType low = DType::F16;  ///< Autocast only: f16 or bf16
+
+  std::string str() const;  ///< "strict", "promote", "autocast=f16"
+};
+
+enum class BudgetAction : uint8_t { Allow, Warn, Error };
+
+/// A compile-time contract on data movement: a plan that exceeds it is rejected (Error) or
+/// compiles with a warning (Warn), listing each offending transfer or cast.
+struct Budgets {
+  BudgetAction h2d = BudgetAction::Allow;  ///< host -> accelerator
+  BudgetAction d2h = BudgetAction::Allow;  ///< accelerator -> host
+  BudgetAction d2d = BudgetAction::Allow;  ///< between two devices of the same non-host kind
+  BudgetAction h2h = BudgetAction::Allow;  ///< between host arenas (cpu:N)
+  std::optional<int64_t> maxTransferBytes;  ///< per run, all transfers
+  std::optional<int64_t> maxCasts;          ///< casts left in the graph (folded ones are free)
+};
+
+/// Speed of one kind of device, for estimates (not a profiler: relative cost is what matters).
+struct DeviceSpec {
+  double flopsPerSecond;
+  double bytesPerSecond;  ///< memory bandwidth
+  double launchSeconds;   ///< fixed cost per op
+};
+
+/// Speed of a copy between two devices.
+struct LinkSpec {
+  double bytesPerSecond;
+  double latencySeconds;
+};
+
+/// Estimates used by `auto` placement and reported in the statistics.
+struct CostModel {
+  DeviceSpec host{1.0e11, 2.0e10, 2.0e-7};
+  DeviceSpec cuda{5.0e13, 2.0e12, 5.0e-6};
+  LinkSpec hostToDevice{2.0e10, 1.0e-5};
+  LinkSpec deviceToHost{2.0e10, 1.0e-5};
+  LinkSpec deviceToDevice{5.0e10, 1.0e-5};
+  LinkSpec hostToHost{1.0e10, 1.0e-6};
+
+  /// max(flops / F, bytes / B) + launch on `device`.
+  double computeSeconds(Device device, const OpCost &cost) const;
+  /// bytes / bandwidth + latency of the link from `from` to `to`; 0 when they are equal.
+  double transferSeconds(Device from, Device to, double bytes) const;
+};
+
+/// Which (device kind, op, dtype) have no kernel. Until backends exist it lives here; a backend's
+/// capability table fills it later. An entry without a dtype covers every dtype.
+struct Capabilities {
+  struct Missing {
+    DeviceKind device;
+    OpKind op;
+    std::optional<DType> dtype;
+  };
+  std::vector<Missing> missing;
+
+  bool supports(Device device, OpKind op, DType dtype) const;
+};
+
+struct CompileOptions {
+  /// Devices the graph may use. Pins and inputs on other devices are errors.
+  std::vector<Device> devices{Device::cpu()};
+  /// Where values that nothing constrains go.
+  Device target = Device::cpu();
+  PlacementPolicy placement = PlacementPolicy::Strict;
+  DTypePolicy dtype;
+  /// An op the wanted device cannot run moves to the CPU with a warning; off: an error.
+  bool fallback = true;
+  CostModel cost;
+  Capabilities capabilities;
+  Budgets budgets;
+  /// Stop after the pass of this name ("" runs the whole pipeline).
+  std::string stopAfter;
+  /// Verify the graph after every pass (tests, debugging; off in benchmarks).
+  bool verifyEachPass = true;
+
+  /// Checks the options themselves (target among devices, no duplicates, autocast dtype, a
+  /// known stopAfter) with errors that say what was expected.
+  Status validate() const;
+};
+
+// Option strings as the tools and users write them; errors say what was expected.
+Expected<PlacementPolicy> parsePlacementPolicy(std::string_view s);  ///< strict | auto
+Expected<DTypePolicy> parseDTypePolicy(std::string_view s);  ///< strict|promote|autocast=f16|bf16
+Expected<BudgetAction> parseBudgetAction(std::string_view s);  ///< allow | warn | error
+/// "cpu,cuda:0"
+Expected<std::vector<Device>> parseDeviceList(std::string_view s);
+std::string_view placementPolicyName(PlacementPolicy p);
+std::string_view budgetActionName(BudgetAction a);
+
+}  // namespace ferry

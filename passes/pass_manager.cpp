@@ -1,0 +1,130 @@
+// passes/pass_manager.cpp — compile(): runs the pipeline (a list of passes, each a plain
+// function over the graph), verifies after each pass when asked, stops on errors or after the
+// requested pass, times the passes and describes the result.
+#include <chrono>
+
+#include "ir/verifier.h"
+#include "passes/compile.h"
+#include "passes/pass.h"
+
+namespace ferry {
+
+namespace {
+
+constexpr Pass kPipeline[] = {
+    {"verify", "check structure and infer every type", verifyPass},
+    {"placement", "decide each value's device; insert transfers", placeDevices},
+    {"dtype", "decide each op's compute dtype; insert casts", assignDTypes},
+    {"simplify", "fold param casts, drop round trips, merge duplicates, remove dead nodes",
+     simplify},
+    {"budget", "check transfers and casts against the budgets", checkBudgets},
+};
+
+// Invariants that hold once placement has run: every node has a device, and every operand is on
+// its node's device (a transfer's operand is on the transfer's source side by construction).
+Status verifyPlaced(const Graph &g) {
+  DiagnosticEngine diags;
+  for (NodeId id : g.order()) {
+    const Node &n = g.node(id);
+    const Value &r = g.value(n.result);
+    if (!r.device) {
+      diags.error("verify", n.loc, "%" + r.name + " has no device after placement");
+      continue;
+    }
+    if (n.op == OpKind::Transfer) continue;
+    for (ValueId o : n.operands) {
+      const Value &v = g.value(o);
+      if (v.device != r.device)
+        diags.error("verify", n.loc,
+                    "operand %" + v.name + " of '" + std::string(n.info().name) + "' is on " +
+                        (v.device ? v.device->str() : "no device") + ", the node on " +
+                        r.device->str());
+    }
+  }
+  if (diags.hasErrors()) return Status(diags.take());
+  return {};
+}
+
+}  // namespace
+
+std::span<const Pass> pipeline() { return kPipeline; }
+
+void verifyPass(Graph &graph, PassContext &ctx) {
+  Status s = verify(graph);
+  ctx.diags.append(s.diagnostics());
+}
+
+bool CompileResult::ok() const {
+  for (const Diagnostic &d : diagnostics)
+    if (d.severity == Severity::Error) return false;
+  return true;
+}
+
+CompileResult compile(Graph graph, const CompileOptions &options) {
+  CompileResult result{std::move(graph), {}, {}, ""};
+  if (Status s = options.validate(); !s.ok()) {
+    result.diagnostics = std::move(s).takeDiagnostics();
+    return result;
+  }
+  DiagnosticEngine diags;
+  PassContext ctx{options, diags, result.stats};
+  bool placed = false;
+  for (const Pass &pass : pipeline()) {
+    auto start = std::chrono::steady_clock::now();
+    pass.run(result.graph, ctx);
+    result.stats.passSeconds.emplace_back(
+        pass.name, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    result.lastPass = pass.name;
+    placed = placed || pass.name == "placement";
+    if (diags.hasErrors()) break;
+    if (options.verifyEachPass && pass.name != "verify") {
+      // A pass that leaves a broken graph is a bug in ferry; say which pass, and stop.
+      Status s = verify(result.graph);
+      if (s.ok() && placed) s = verifyPlaced(result.graph);
+      for (Diagnostic d : s.diagnostics()) {
+        d.message = "after pass '" + std::string(pass.name) + "': " + d.message;
+        d.code = "internal";
+        diags.report(std::move(d));
+      }
+      if (diags.hasErrors()) break;
+    }
+    if (pass.name == options.stopAfter) break;
+  }
+  if (!diags.hasErrors()) describeGraph(result.graph, options, result.stats);
+  result.diagnostics = diags.take();
+  return result;
+}
+
+void describeGraph(const Graph &g, const CompileOptions &options, CompileStats &stats) {
+  stats.transfers = 0;
+  stats.transferBytes = stats.h2dBytes = stats.d2hBytes = stats.d2dBytes = stats.h2hBytes = 0;
+  stats.casts = 0;
+  stats.nodesPerDevice.clear();
+  stats.estimatedSeconds = 0;
+  std::vector<TensorType> types;
+  for (NodeId id : g.order()) {
+    const Node &n = g.node(id);
+    const Value &r = g.value(n.result);
+    if (n.op == OpKind::Cast) ++stats.casts;
+    if (!r.device) continue;
+    ++stats.nodesPerDevice[*r.device];
+    if (n.op == OpKind::Transfer) {
+      Device from = g.value(n.operands[0]).device.value_or(*r.device);
+      auto bytes = static_cast<int64_t>(r.type.byteSize());
+      ++stats.transfers;
+      stats.transferBytes += bytes;
+      (from.isHost() && r.device->isHost()   ? stats.h2hBytes
+       : from.isHost()                      ? stats.h2dBytes
+       : r.device->isHost()                 ? stats.d2hBytes
+                                            : stats.d2dBytes) += bytes;
+      stats.estimatedSeconds += options.cost.transferSeconds(from, *r.device, double(bytes));
+      continue;
+    }
+    types.clear();
+    for (ValueId o : n.operands) types.push_back(g.value(o).type);
+    stats.estimatedSeconds +=
+        options.cost.computeSeconds(*r.device, opCost(n.info(), types, n.attrs, r.type));
+  }
+}
+
+}  // namespace ferry

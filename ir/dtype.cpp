@@ -1,6 +1,8 @@
 // ir/dtype.cpp — dtype names, sizes, categories and promotion.
 #include "ir/dtype.h"
 
+#include "ir/status.h"
+
 namespace ferry {
 
 namespace {
@@ -45,6 +47,21 @@ DType promoteTypes(DType a, DType b) {
     return other == DType::I8 ? DType::I32 : other;
   }
   return dtypeSize(a) >= dtypeSize(b) ? a : b;
+}
+
+void ResultType::add(DType t, bool zeroDim) {
+  std::optional<DType> &slot = zeroDim ? zero_ : dim_;
+  slot = slot ? promoteTypes(*slot, t) : t;
+}
+
+DType ResultType::get() const {
+  FERRY_CHECK(!empty()) << "result type of no operands";
+  if (!dim_) return *zero_;
+  if (!zero_) return *dim_;
+  // c10's combine_categories: a higher-category zero-dim result is promoted in, a lower or equal
+  // one (a floating dimensioned result, or integer over integer/bool) is not.
+  if (dtypeCategory(*zero_) > dtypeCategory(*dim_)) return promoteTypes(*dim_, *zero_);
+  return *dim_;
 }
 
 }  // namespace ferry

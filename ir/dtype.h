@@ -52,4 +52,21 @@ std::string_view dtypeNameList();
 /// dtype ferry lacks (u8 + i8 -> i16) the next wider one of ours is used (i32).
 DType promoteTypes(DType a, DType b);
 
+/// `torch.result_type` over tensor operands (ferry has no Python scalars), fed one operand at a
+/// time as PyTorch's ResultTypeState is. Dimensioned operands (rank > 0) decide, promoted with
+/// each other; zero-dim operands (rank 0) take part only when their category (bool < integer <
+/// floating) is higher than the dimensioned result's, and then the result is the promotion of
+/// both: f16[4] + f64[] -> f16, u8[4] + i64[] -> u8, i32[4] + f64[] -> f64, bool[4] + i8[] -> i8.
+/// With only zero-dim operands they decide among themselves.
+class ResultType {
+ public:
+  void add(DType t, bool zeroDim);
+  bool empty() const { return !dim_ && !zero_; }
+  /// The result dtype; at least one operand must have been added.
+  DType get() const;
+
+ private:
+  std::optional<DType> dim_, zero_;
+};
+
 }  // namespace ferry

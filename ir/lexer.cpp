@@ -269,6 +269,18 @@ std::optional<Location> locationComment(std::string_view text) {
   return loc;
 }
 
+std::optional<InsertedComment> insertedComment(std::string_view text) {
+  constexpr std::string_view kWord = "inserted";
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  if (!text.starts_with(kWord)) return std::nullopt;
+  std::string_view rest = text.substr(kWord.size());
+  if (rest.find_first_not_of(" \t") == std::string_view::npos) return InsertedComment{};
+  if (rest.front() != ' ' && rest.front() != '\t') return std::nullopt;
+  std::optional<Location> origin = locationComment(rest);
+  if (!origin) return std::nullopt;
+  return InsertedComment{std::move(origin)};
+}
+
 std::string quoteString(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out = "\"";

@@ -61,4 +61,12 @@ std::string quoteString(std::string_view s);
 /// A comment that is exactly a location `PATH:LINE[:COL]` (no spaces, LINE > 0), else nullopt.
 std::optional<Location> locationComment(std::string_view text);
 
+/// What a comment marking a compiler-inserted node holds: the node's origin, when written.
+struct InsertedComment {
+  std::optional<Location> origin;
+};
+/// A comment that is exactly `inserted`, or `inserted` and a location as locationComment reads
+/// it (`inserted mlp.fy:5:3`), else nullopt.
+std::optional<InsertedComment> insertedComment(std::string_view text);
+
 }  // namespace ferry::fy

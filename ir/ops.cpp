@@ -217,12 +217,9 @@ Expected<Attrs> makeAttrs(const OpInfo &op, std::span<const NamedAttr> given, co
   return attrs;
 }
 
-DType ruleDType(DTypeRule rule, std::span<const DType> data) {
-  FERRY_CHECK(!data.empty()) << "ruleDType without data operands";
-  DType common = data[0];
-  for (DType t : data.subspan(1)) common = promoteTypes(common, t);
+DType ruleDType(DTypeRule rule, DType first, DType common) {
   switch (rule) {
-    case DTypeRule::Keep: return data[0];
+    case DTypeRule::Keep: return first;
     case DTypeRule::Promote: return common;
     case DTypeRule::PromoteFloat: return isFloating(common) ? common : DType::F32;
     case DTypeRule::Compare: return DType::Bool;
@@ -231,6 +228,18 @@ DType ruleDType(DTypeRule rule, std::span<const DType> data) {
   }
   FERRY_CHECK(false) << "ruleDType for FromAttr";
   return common;
+}
+
+DType ruleDType(const OpInfo &op, std::span<const TensorType> operands) {
+  ResultType common;
+  std::optional<DType> first;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (op.operand(i).role != OperandRole::Data) continue;
+    if (!first) first = operands[i].dtype;
+    common.add(operands[i].dtype, operands[i].rank() == 0);
+  }
+  FERRY_CHECK(first) << "ruleDType: '" << op.name << "' without data operands";
+  return ruleDType(op.dtypeRule, *first, common.get());
 }
 
 InferResult inferType(const OpInfo &op, std::span<const TensorType> operands, const Attrs &attrs) {

@@ -22,8 +22,8 @@ enum class OpKind : uint16_t {
 /// How an op's result dtype follows from its data operands' dtypes.
 enum class DTypeRule : uint8_t {
   Keep,          ///< the first operand's dtype
-  Promote,       ///< promoteTypes over the data operands
-  PromoteFloat,  ///< promoteTypes, then bool/integer -> f32 (torch.exp(int) is float)
+  Promote,       ///< torch.result_type over the data operands (ResultType)
+  PromoteFloat,  ///< result_type, then bool/integer -> f32 (torch.exp(int) is float)
   Compare,       ///< operands promoted to a common type; result bool
   SumInt,        ///< bool/integer -> i64, floats keep theirs (torch.sum)
   FromAttr,      ///< from an attribute (cast: `to`, constant: its value's dtype)
@@ -116,9 +116,13 @@ OpCost opCost(const OpInfo &op, std::span<const TensorType> operands, const Attr
 /// the op's shape rule), or why not.
 InferResult inferType(const OpInfo &op, std::span<const TensorType> operands, const Attrs &attrs);
 
-/// The dtype `op`'s rule gives for data operands `data` (at least one for all rules but
-/// FromAttr, which callers handle).
-DType ruleDType(DTypeRule rule, std::span<const DType> data);
+/// The dtype `rule` gives for data operands whose first has dtype `first` and whose
+/// `torch.result_type` (ResultType, with its zero-dim rule) is `common`. Not for FromAttr,
+/// which callers handle.
+DType ruleDType(DTypeRule rule, DType first, DType common);
+/// The dtype `op`'s rule gives for `operands` (all of them; only data operands count, and at
+/// least one must be present).
+DType ruleDType(const OpInfo &op, std::span<const TensorType> operands);
 
 // Typed attribute access by name; a missing name or wrong kind is a bug (FERRY_CHECK).
 const AttrValue &attr(const OpInfo &op, const Attrs &attrs, std::string_view name);

@@ -87,6 +87,7 @@ Expected<Graph> Parser::run() {
   for (size_t i = 0; i < lines_.size(); ++i) {
     setLine(i);
     commentLoc_.reset();
+    insertedComment_.reset();
     if (blank()) continue;
     switch (state_) {
       case State::Header: header(); break;
@@ -108,7 +109,11 @@ Expected<Graph> Parser::run() {
 }
 
 bool Parser::endOfStatement() {
-  if (at(Tok::Comment)) commentLoc_ = locationComment(take().text);
+  if (at(Tok::Comment)) {
+    std::string_view text = take().text;
+    insertedComment_ = insertedComment(text);
+    if (!insertedComment_) commentLoc_ = locationComment(text);
+  }
   if (at(Tok::End)) return true;
   if (at(Tok::Error)) return unexpected("");
   error("parse", peek().col,
@@ -436,9 +441,13 @@ bool Parser::node() {
   if (declared && *declared != type)
     error("type", typeCol,
           "declared " + declared->str() + " but '" + opName + "' gives " + type.str());
-  NodeSpec spec{op->kind, std::move(ids), std::move(*attrs),
-                p.device, p.dtype,        statementLoc(result)};
-  graph_.addNode(std::move(spec), std::string(result.text), type);
+  // An inserted node has no line of its own in the user's source: it keeps the origin its
+  // comment gives, or none (not its line in this dump), so that dumps read back unchanged.
+  Location origin =
+      insertedComment_ ? insertedComment_->origin.value_or(Location{}) : statementLoc(result);
+  NodeSpec spec{op->kind, std::move(ids), std::move(*attrs), p.device, p.dtype, std::move(origin)};
+  NodeId id = graph_.addNode(std::move(spec), std::string(result.text), type);
+  graph_.node(id).inserted = insertedComment_.has_value();
   defLoc_[std::string(result.text)] = loc(result.col);
   return true;
 }

@@ -18,8 +18,10 @@ struct ParseOptions {
 };
 
 /// Parses one `graph NAME { ... }`. Every node's type is inferred; a type written in the text
-/// is a check against it, an `@device` a pin. Errors are `file:line:col` diagnostics, all of
-/// them (the parser recovers at the next line); malformed input never crashes or hangs.
+/// is a check against it, an `@device` a pin. A trailing `# file:line:col` comment is the
+/// statement's origin; `# inserted [file:line:col]` after a node marks it Node::inserted (with
+/// that origin, else none). Errors are `file:line:col` diagnostics, all of them (the parser
+/// recovers at the next line); malformed input never crashes or hangs.
 Expected<Graph> parseGraph(std::string_view text, std::string_view fileName,
                            const ParseOptions &options = {});
 

@@ -150,6 +150,7 @@ class Parser {
   bool sawOutput_ = false;
   bool reportedTrailing_ = false;
   std::optional<Location> commentLoc_;  // a location comment ending the current statement
+  std::optional<InsertedComment> insertedComment_;  // an `# inserted` comment ending it
 
   DiagnosticEngine diags_;
   Graph graph_;

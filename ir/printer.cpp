@@ -86,7 +86,9 @@ class Printer {
   }
 
  private:
-  void line(std::string text, const Location &loc) {
+  // `inserted` marks a node the compiler made; it is printed with or without locations, since
+  // it is part of what the graph says, not where it came from.
+  void line(std::string text, const Location &loc, bool inserted = false) {
     std::string where;
     if (options_.locations && loc.known()) {
       // A file name with a line break would end the statement early; it prints as a space
@@ -95,6 +97,7 @@ class Printer {
       for (char &c : where)
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
     }
+    if (inserted) where = where.empty() ? "inserted" : "inserted " + where;
     lines_.push_back({std::move(text), std::move(where)});
   }
 
@@ -156,7 +159,7 @@ class Printer {
       s += (first ? "" : ", ") + spec.name + "=" + attrValueStr(n.attrs[i]);
       first = false;
     }
-    line(s + ")", n.loc);
+    line(s + ")", n.loc, n.inserted);
   }
 
   const Graph &g_;

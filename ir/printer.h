@@ -17,9 +17,10 @@ struct PrintOptions {
 
 /// The `.fy` text of `graph`: values typed `dtype[shape]`, `@device` where a device is set
 /// (placed, declared or pinned), `@dtype` where a node's compute dtype is pinned, attributes
-/// that differ from their defaults. Deterministic; `print(parse(print(g))) == print(g)` (with
-/// `locations` on, for graphs whose statements all have a known location: the parser gives a
-/// statement without a location comment its position in the text).
+/// that differ from their defaults, `# inserted` (and its origin) after each node the compiler
+/// inserted. Deterministic; `print(parse(print(g))) == print(g)` (with `locations` on, for
+/// graphs whose statements all have a known location or are inserted nodes: the parser gives
+/// any other statement without a location comment its position in the text).
 std::string printGraph(const Graph &graph, const PrintOptions &options = {});
 
 /// "%name", quoting nothing: value names are restricted to [A-Za-z0-9_.]+ by the parser.

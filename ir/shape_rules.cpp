@@ -215,12 +215,7 @@ std::optional<InferError> expect4d(const InferArgs &a, size_t i, const std::stri
 
 }  // namespace
 
-DType resultDType(const InferArgs &a) {
-  std::vector<DType> data;
-  for (size_t i = 0; i < a.operands.size(); ++i)
-    if (a.op.operand(i).role == OperandRole::Data) data.push_back(a.operands[i].dtype);
-  return ruleDType(a.op.dtypeRule, data);
-}
+DType resultDType(const InferArgs &a) { return ruleDType(a.op, a.operands); }
 
 // ---- elementwise --------------------------------------------------------------------------
 

@@ -1,6 +1,736 @@
-// passes/simplify.cpp — SKELETON: being written.
+// passes/simplify.cpp — after placement and dtype: fold casts of params and constants, remove
+// no-op and round-trip casts and transfers, put each cast on the side of its transfer that moves
+// fewer bytes, merge duplicates, remove dead nodes.
+//
+// Precondition: the graph is placed and typed (every value has a device; every non-transfer
+// node's operands are on its device). Postcondition: the same, with the same outputs (values,
+// devices, dtypes and names), nodes in topological order, compiler-made nodes marked inserted.
+//
+// One sweep visits the live nodes in order; operands are first redirected to the values that
+// replaced them, then the rules below are tried on the node until none applies, then the node is
+// merged with an identical earlier one if there is one (CSE: op, operands, attributes, device,
+// compute dtype). A new node made by a rule is visited the moment it is made (so a cast moved
+// onto a param folds at once and a new transfer merges with an existing one) and goes directly
+// after its operand's producer (the front of the graph for inputs and params), as placement puts
+// transfers, so copies can overlap compute.
+//   1. fold       cast(param p, T) -> a new param `p.T` holding p's data converted (as the
+//                 interpreter's cast does), on the cast's device; zeros/ones, and randn where
+//                 randn(T) is bit-identical, keep their initializer. cast(constant) -> constant.
+//                 Transfers of params stay: a pinned param's copy is a per-run cost the user asked
+//                 for.
+//   2. no-ops     cast to the operand's dtype, transfer to the operand's device, identity;
+//      round      transfer(transfer(x, B), A) with x on A -> x; a single-use hop A->B->C becomes
+//      trips      A->C; cast(cast(x: S, M), T) -> cast(x, T) when S -> M is lossless (kLossless),
+//                 so a lossless S -> M -> S disappears and f32 -> f16 -> f32 never does.
+//   3. joint      cast(transfer(x, B), T) with T narrower than x -> transfer(cast(x, T), B);
+//                 transfer(cast(x, T), B) with T wider than x -> cast(transfer(x, B), T);
+//                 cast(transfer(cast(x, M), B), T) with x -> M lossless -> cast(transfer(x, B), T);
+//                 transfer(p folded here to a wider dtype, B) -> cast(transfer(p, B)) (unfolded).
+//                 Only where the bypassed node has no other reader (a rewrite never adds a
+//                 transfer or a cast), the moved cast has no user pin elsewhere and the device has
+//                 a cast kernel. The new cast's device reason says why ("2 bytes/elem instead of
+//                 4").
+//   4. merge      identical pure nodes (all ops are pure): the first in order is kept.
+//   5. dead code  reference counts: a node dies when nothing reads its result; a replaced node
+//                 dies at once. Params nothing reads are dropped at the end.
+// Rules look only backwards (operands and their producers, final when visited in order), except
+// the single-reader conditions of 2-3, which a later merge or death can make true: when a value a
+// rule was declined for is left with one reader, another sweep runs. Every rule lowers the bytes
+// moved or the number of nodes, so this reaches a fixed point, and a second run of the pass
+// changes nothing (idempotent). Time is linear in the graph: counts per value, an open-addressing
+// table for CSE (looked up, never iterated), no node made for a cast that folds at once.
+//
+// Outputs keep their names (apps read outputs by name): a replacement value takes the replaced
+// output's name when it is an internal result or a param made here, else an `identity` node
+// carries the name.
+//
+// Statistics: castsFolded = folded params/constants in the final graph; castsRemoved and
+// transfersRemoved = the net drop of cast and transfer nodes (folded casts not counted);
+// nodesRemoved = other nodes of the input that are gone.
+#include <algorithm>
+#include <map>
+
 #include "passes/pass.h"
 
 namespace ferry {
-void simplify(Graph &, PassContext &) {}
+
+namespace {
+
+// kLossless[S][M]: every value of S is exactly representable in M, so S -> M -> S is the
+// identity and S -> M -> T equals S -> T. bool goes anywhere; u8 and i8 into the wider integers
+// and every float (bf16 holds integers up to 256 exactly); i32 into i64 and f64 (not f32: 24-bit
+// significand); f16 and bf16 into f32 and f64 (not into each other: range, precision); f32 into
+// f64. Indexed in FERRY_DTYPES order: bool u8 i8 i32 i64 f16 bf16 f32 f64.
+constexpr bool kLossless[9][9] = {
+    {1, 1, 1, 1, 1, 1, 1, 1, 1},  // bool
+    {0, 1, 0, 1, 1, 1, 1, 1, 1},  // u8
+    {0, 0, 1, 1, 1, 1, 1, 1, 1},  // i8
+    {0, 0, 0, 1, 1, 0, 0, 0, 1},  // i32
+    {0, 0, 0, 0, 1, 0, 0, 0, 0},  // i64
+    {0, 0, 0, 0, 0, 1, 0, 1, 1},  // f16
+    {0, 0, 0, 0, 0, 0, 1, 1, 1},  // bf16
+    {0, 0, 0, 0, 0, 0, 0, 1, 1},  // f32
+    {0, 0, 0, 0, 0, 0, 0, 0, 1},  // f64
+};
+
+static_assert(kAllDTypes.size() == 9 && static_cast<int>(DType::I32) == 3 &&
+                  static_cast<int>(DType::BF16) == 6 && static_cast<int>(DType::F64) == 8,
+              "kLossless rows and columns follow FERRY_DTYPES");
+
+bool lossless(DType from, DType to) {
+  return kLossless[static_cast<int>(from)][static_cast<int>(to)];
+}
+
+// randn stores double samples per dtype, f16 and bf16 through f32; converting randn(S) to T gives
+// exactly randn(T) when S keeps at least f32's rounding of each sample and T does not need more.
+bool randnExact(DType from, DType to) {
+  if (!isFloating(to)) return false;
+  return from == DType::F64 || (from == DType::F32 && to != DType::F64);
+}
+
+// As the interpreter's cast: bool/integer to bool/integer exactly through int64, the rest
+// through double with storeDouble.
+TensorData convert(const TensorData &x, DType to) {
+  TensorData out(to, x.shape());
+  const bool exact = !isFloating(x.dtype()) && !isFloating(to);
+  const size_t inSize = dtypeSize(x.dtype()), outSize = dtypeSize(to);
+  const std::byte *in = x.bytes().data();
+  std::byte *o = out.mutableBytes().data();
+  for (int64_t i = 0; i < x.numel(); ++i, in += inSize, o += outSize) {
+    if (exact)
+      storeIntSaturating(to, o, loadInt(x.dtype(), in));
+    else
+      storeDouble(to, o, loadDouble(x.dtype(), in));
+  }
+  return out;
+}
+
+std::string deviceSuffix(Device d) {
+  return (d.isHost() ? "cpu" : "cuda") +
+         (d.isHost() && d.index == 0 ? "" : std::to_string(d.index));
+}
+
+std::string bytesPerElem(DType t) {
+  size_t n = dtypeSize(t);
+  return std::to_string(n) + (n == 1 ? " byte" : " bytes");
+}
+
+size_t hashMix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
+
+size_t hashAttr(const AttrValue &a) {
+  size_t h = a.index();
+  std::visit(
+      [&](const auto &v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          for (int64_t x : v) h = hashMix(h, std::hash<int64_t>{}(x));
+        } else if constexpr (std::is_same_v<T, DType>) {
+          h = hashMix(h, static_cast<size_t>(v));
+        } else if constexpr (std::is_same_v<T, Device>) {
+          h = hashMix(h, static_cast<size_t>(v.kind) * 4099 + static_cast<size_t>(v.index));
+        } else if constexpr (std::is_same_v<T, TensorData>) {
+          // A prefix is enough to spread constants; equality compares every byte.
+          h = hashMix(h, v.byteSize());
+          auto bytes = v.bytes().first(std::min<size_t>(v.byteSize(), 64));
+          for (std::byte b : bytes) h = hashMix(h, static_cast<size_t>(b));
+        } else {
+          h = hashMix(h, std::hash<T>{}(v));
+        }
+      },
+      a);
+  return h;
+}
+
+// CSE keys are node ids; hash and equality read the node (operands already redirected).
+struct SameNode {
+  const Graph *g;
+  size_t operator()(NodeId id) const {
+    const Node &n = g->node(id);
+    const Value &r = g->value(n.result);
+    size_t h = hashMix(static_cast<size_t>(n.op), static_cast<size_t>(r.type.dtype));
+    h = hashMix(h, r.device ? static_cast<size_t>(r.device->kind) * 4099 + r.device->index : 7);
+    h = hashMix(h, n.pinDType ? static_cast<size_t>(*n.pinDType) : 99);
+    for (ValueId o : n.operands) h = hashMix(h, static_cast<size_t>(o));
+    for (const AttrValue &a : n.attrs) h = hashMix(h, hashAttr(a));
+    return h;
+  }
+  bool operator()(NodeId a, NodeId b) const {
+    const Node &x = g->node(a), &y = g->node(b);
+    const Value &rx = g->value(x.result), &ry = g->value(y.result);
+    return x.op == y.op && rx.type.dtype == ry.type.dtype && rx.device == ry.device &&
+           x.pinDType == y.pinDType && x.operands == y.operands && x.attrs == y.attrs;
+  }
+};
+
+// The CSE table: open addressing over node ids with their hashes, no allocation per node (a
+// node-based set costs more than the rest of a sweep). Looked up and inserted, never iterated.
+class NodeTable {
+ public:
+  void reset(const Graph *g, size_t expected) {
+    same_ = SameNode{g};
+    size_t cap = 16;
+    while (cap < 2 * expected) cap *= 2;
+    slots_.assign(cap, Slot{});
+    size_ = 0;
+  }
+  /// The slot of a node equal to `id`, or nullptr when there was none and `id` went in.
+  NodeId *findOrInsert(NodeId id) {
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    const size_t h = same_(id);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      Slot &s = slots_[i];
+      if (s.id < 0) {
+        s = {id, h};
+        ++size_;
+        return nullptr;
+      }
+      if (s.hash == h && same_(s.id, id)) return &s.id;
+    }
+  }
+
+ private:
+  struct Slot {
+    NodeId id = -1;
+    size_t hash = 0;
+  };
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.size() * 2, Slot{});
+    const size_t mask = slots_.size() - 1;
+    for (const Slot &s : old) {
+      if (s.id < 0) continue;
+      size_t i = s.hash & mask;
+      while (slots_[i].id >= 0) i = (i + 1) & mask;
+      slots_[i] = s;
+    }
+  }
+
+  SameNode same_{nullptr};
+  std::vector<Slot> slots_;
+  size_t size_ = 0;
+};
+
+class Simplifier {
+ public:
+  Simplifier(Graph &graph, PassContext &ctx) : g_(graph), ctx_(ctx) {}
+
+  void run() {
+    const auto nodesBefore = static_cast<NodeId>(g_.nodeCount());
+    const Counts before = count([](NodeId) { return true; });
+    countUses();
+    do {
+      again_ = false;
+      sweep();
+    } while (again_);
+    if (paramUnused_) g_.removeUnusedParams();
+
+    // Folded constants are new nodes: they count as folded, not among the input's others.
+    const Counts after = count([&](NodeId id) { return id < nodesBefore; });
+    int folded = after.folded;
+    if (!foldMemo_.empty())
+      for (const ParamDecl &p : g_.params()) folded += foldedParam(p.value);
+    // No rule adds a transfer, nor a cast beyond the casts it folds.
+    FERRY_CHECK(before.casts - after.casts - folded >= 0 && before.transfers >= after.transfers)
+        << "simplify added casts or transfers";
+    ctx_.stats.castsFolded += folded;
+    ctx_.stats.castsRemoved += before.casts - after.casts - folded;
+    ctx_.stats.transfersRemoved += before.transfers - after.transfers;
+    ctx_.stats.nodesRemoved += before.others - after.others;
+  }
+
+ private:
+  enum class Outcome { None, Changed, Replaced };
+
+  // Casts, transfers, and other nodes for which `other(id)` holds (the input graph's own).
+  struct Counts {
+    int casts = 0, transfers = 0, others = 0, folded = 0;
+  };
+  template <class Pred> Counts count(Pred other) const {
+    Counts c;
+    for (NodeId id : g_.order()) {
+      OpKind op = g_.node(id).op;
+      c.casts += op == OpKind::Cast;
+      c.transfers += op == OpKind::Transfer;
+      c.others += op != OpKind::Cast && op != OpKind::Transfer && other(id);
+      c.folded += id < static_cast<NodeId>(folds_.size()) && folds_[id];
+    }
+    return c;
+  }
+
+  // --- Bookkeeping: reference counts, replacement, death, new nodes ----------------------------
+
+  void grow() {
+    repl_.resize(g_.valueCount(), -1);
+    uses_.resize(g_.valueCount(), 0);
+    outputs_.resize(g_.valueCount(), 0);
+    fresh_.resize(g_.valueCount(), 0);
+    watched_.resize(g_.valueCount(), 0);
+    dead_.resize(g_.nodeCount(), 0);
+  }
+
+  void countUses() {
+    grow();
+    for (NodeId id : g_.order())
+      for (ValueId o : g_.node(id).operands) ++uses_[o];
+    for (const OutputDecl &o : g_.outputs()) {
+      ++uses_[o.value];
+      ++outputs_[o.value];
+    }
+    for (auto it = g_.order().rbegin(); it != g_.order().rend(); ++it)
+      if (uses_[g_.node(*it).result] == 0) kill(*it);
+    for (const ParamDecl &p : g_.params()) paramUnused_ = paramUnused_ || uses_[p.value] == 0;
+  }
+
+  ValueId resolve(ValueId v) {
+    ValueId r = v;
+    while (repl_[r] >= 0) r = repl_[r];
+    while (repl_[v] >= 0) {  // path compression
+      ValueId next = repl_[v];
+      repl_[v] = r;
+      v = next;
+    }
+    return r;
+  }
+
+  const Node *producer(ValueId v) const { return g_.producer(v); }
+
+  // Marks `id` dead and releases its operands, and so on backwards (no recursion: chains of dead
+  // nodes can be as long as the graph).
+  void kill(NodeId id) {
+    killStack_.assign(1, id);
+    while (!killStack_.empty()) {
+      NodeId n = killStack_.back();
+      killStack_.pop_back();
+      if (dead_[n]) continue;
+      dead_[n] = 1;
+      for (ValueId o : g_.node(n).operands) {
+        dropUse(o);
+        if (uses_[o] == 0 && g_.value(o).kind == ValueKind::Result)
+          killStack_.push_back(g_.value(o).def);
+      }
+    }
+  }
+
+  // One reader fewer. A value a rule was declined for (it had other readers) that is down to
+  // one reader calls for another sweep; a param nobody reads is dropped at the end.
+  void dropUse(ValueId v) {
+    const int32_t left = --uses_[v];
+    if (left == 1 && watched_[v]) again_ = true;
+    if (left == 0 && g_.value(v).kind == ValueKind::Param) paramUnused_ = true;
+  }
+
+  void release(ValueId v) {
+    dropUse(v);
+    if (uses_[v] == 0 && g_.value(v).kind == ValueKind::Result) kill(g_.value(v).def);
+  }
+
+  void setOperand(NodeId id, size_t i, ValueId v) {
+    ValueId old = g_.node(id).operands[i];
+    ++uses_[v];
+    g_.setOperand(id, i, v);
+    release(old);
+  }
+
+  bool canTakeName(ValueId x) const {
+    const Value &v = g_.value(x);
+    return outputs_[x] == 0 && (v.kind == ValueKind::Result || fresh_[x]);
+  }
+
+  bool foldedParam(ValueId v) const {
+    return v < static_cast<ValueId>(fresh_.size()) && fresh_[v] &&
+           g_.value(v).kind == ValueKind::Param;
+  }
+
+  // Every reader of `y` (nodes, outputs) reads `x` from now on; y's producer dies.
+  void replace(ValueId y, ValueId x) {
+    FERRY_CHECK(g_.value(x).type == g_.value(y).type && g_.value(x).device == g_.value(y).device)
+        << "replacing %" << g_.value(y).name << " by %" << g_.value(x).name
+        << " of another type or device";
+    if (outputs_[y] > 0) x = takeOutputName(y, x);  // may add a node: no references held here
+    repl_[y] = x;
+    uses_[x] += uses_[y];
+    uses_[y] = 0;
+    outputs_[x] += outputs_[y];
+    if (outputs_[y] > 0) {
+      for (size_t i = 0; i < g_.outputs().size(); ++i)
+        if (g_.outputs()[i].value == y) g_.setOutputValue(i, x);
+      outputs_[y] = 0;
+    }
+    if (g_.value(y).kind == ValueKind::Result) kill(g_.value(y).def);
+  }
+
+  // The value that will carry output `y`'s name: `x` renamed, or an identity of `x`.
+  ValueId takeOutputName(ValueId y, ValueId x) {
+    std::string name = g_.value(y).name;
+    g_.rename(y, g_.uniqueName(name + ".replaced"));
+    if (canTakeName(x)) {
+      g_.rename(x, name);
+      return x;
+    }
+    const Node *p = producer(y);
+    NodeId id = g_.createNode(
+        {OpKind::Identity, {x}, {}, std::nullopt, std::nullopt, p ? p->loc : Location{}}, name,
+        g_.value(x).type);
+    Value &r = g_.value(g_.node(id).result);
+    r.device = g_.value(x).device;
+    r.deviceReason = {Reason::Kind::Inherited, x, {}, "keeps the name of output %" + name};
+    r.dtypeReason = {Reason::Kind::Inherited, x, {}, ""};
+    g_.node(id).inserted = true;
+    grow();
+    ++uses_[x];
+    attach(id, x);
+    return r.id;
+  }
+
+  // Places new node `id` directly after the producer of `operand` (front: inputs, params).
+  void attach(NodeId id, ValueId operand) {
+    const Value &v = g_.value(operand);
+    attached_.push_back({v.kind == ValueKind::Result ? v.def : -1, id});
+  }
+
+  // Makes a transfer or cast of `x`, visits it (it may fold or merge) and returns what stands
+  // for its result.
+  ValueId make(OpKind op, ValueId x, AttrValue attr, Location loc, Reason deviceReason,
+               Reason dtypeReason) {
+    const OpInfo &info = opInfo(op);
+    const Value &vx = g_.value(x);
+    // What visiting the new node would reduce it to at once, without making it.
+    if (op == OpKind::Cast ? std::get<DType>(attr) == vx.type.dtype
+                           : std::get<Device>(attr) == *vx.device)
+      return x;
+    if (op == OpKind::Cast && vx.kind == ValueKind::Param)
+      return foldParam(x, std::get<DType>(attr), loc, dtypeReason);
+    TensorType type = vx.type;
+    Device device = *vx.device;
+    std::string name;
+    if (op == OpKind::Cast) {
+      type.dtype = std::get<DType>(attr);
+      name = vx.name + "." + std::string(dtypeName(type.dtype));
+    } else {
+      device = std::get<Device>(attr);
+      name = vx.name + "." + deviceSuffix(device);
+    }
+    std::vector<NamedAttr> given{{info.attrs[0].name, std::move(attr)}};
+    Expected<Attrs> attrs = makeAttrs(info, given, loc);
+    FERRY_CHECK(attrs.ok()) << attrs.status().message();
+    NodeId id = g_.createNode({op, {x}, std::move(*attrs), std::nullopt, std::nullopt, loc},
+                              g_.uniqueName(name), type);
+    Node &n = g_.node(id);
+    n.inserted = true;
+    Value &r = g_.value(n.result);
+    r.device = device;
+    r.deviceReason = std::move(deviceReason);
+    r.dtypeReason = std::move(dtypeReason);
+    grow();
+    fresh_[r.id] = 1;
+    ++uses_[x];
+    attach(id, x);
+    visit(id);
+    return resolve(g_.node(id).result);
+  }
+
+  // --- The sweep ---------------------------------------------------------------------------------
+
+  void sweep() {
+    std::fill(watched_.begin(), watched_.end(), 0);
+    cse_.reset(&g_, g_.order().size());
+    attached_.clear();
+    std::vector<NodeId> order(g_.order().begin(), g_.order().end());
+    for (NodeId id : order)
+      if (!dead_[id]) visit(id);
+    buildOrder(order);
+  }
+
+  // The old order without dead nodes, each followed by the nodes attached after it.
+  void buildOrder(const std::vector<NodeId> &old) {
+    std::stable_sort(attached_.begin(), attached_.end(),
+                     [](const auto &a, const auto &b) { return a.first < b.first; });
+    std::vector<NodeId> order;
+    order.reserve(old.size() + attached_.size());
+    std::vector<NodeId> stack;
+    auto emit = [&](NodeId anchor) {
+      auto [lo, hi] =
+          std::equal_range(attached_.begin(), attached_.end(), std::pair<NodeId, NodeId>{anchor, 0},
+                           [](const auto &a, const auto &b) { return a.first < b.first; });
+      // Pushed in reverse so the first attached comes out first.
+      for (auto it = hi; it != lo;) stack.push_back((--it)->second);
+      while (!stack.empty()) {
+        NodeId n = stack.back();
+        stack.pop_back();
+        if (!dead_[n]) order.push_back(n);
+        auto [l2, h2] =
+            std::equal_range(attached_.begin(), attached_.end(), std::pair<NodeId, NodeId>{n, 0},
+                             [](const auto &a, const auto &b) { return a.first < b.first; });
+        for (auto it = h2; it != l2;) stack.push_back((--it)->second);
+      }
+    };
+    emit(-1);
+    for (NodeId id : old) {
+      if (!dead_[id]) order.push_back(id);
+      emit(id);
+    }
+    g_.setOrder(std::move(order));
+  }
+
+  void visit(NodeId id) {
+    {
+      Node &n = g_.node(id);
+      for (size_t i = 0; i < n.operands.size(); ++i) {
+        ValueId r = resolve(n.operands[i]);
+        if (r != n.operands[i]) g_.setOperand(id, i, r);  // counts moved at replace()
+      }
+    }
+    for (;;) {
+      Outcome o = rules(id);
+      if (o == Outcome::Replaced) return;
+      if (o == Outcome::None) break;
+    }
+    NodeId *twin = cse_.findOrInsert(id);
+    if (!twin) return;
+    if (dead_[*twin]) {  // died after it was recorded: this node takes its place
+      *twin = id;
+      return;
+    }
+    ValueId y = g_.node(id).result, x = g_.node(*twin).result;
+    if (outputs_[y] > 0 && !canTakeName(x)) return;  // two outputs: both names stay
+    replace(y, x);
+  }
+
+  Outcome rules(NodeId id) {
+    switch (g_.node(id).op) {
+      case OpKind::Cast: return castRules(id);
+      case OpKind::Transfer: return transferRules(id);
+      case OpKind::Identity: return identityRule(id);
+      default: return Outcome::None;
+    }
+  }
+
+  Outcome identityRule(NodeId id) {
+    const Node &n = g_.node(id);
+    if (outputs_[n.result] > 0 && !canTakeName(n.operands[0])) return Outcome::None;
+    replace(n.result, n.operands[0]);
+    return Outcome::Replaced;
+  }
+
+  bool castAllowedOn(const Node &cast, Device d) const {
+    return (!cast.pinDevice || *cast.pinDevice == d) &&
+           ctx_.options.capabilities.supports(d, OpKind::Cast, g_.value(cast.result).type.dtype);
+  }
+
+  // References into the graph (n, p, vx) are not used once a node or param has been made.
+  Outcome castRules(NodeId id) {
+    const Node &n = g_.node(id);
+    const ValueId x = n.operands[0], result = n.result;
+    const Value &vx = g_.value(x);
+    const DType to = g_.value(result).type.dtype, from = vx.type.dtype;
+    if (to == from) {  // 2: no-op
+      replace(result, x);
+      return Outcome::Replaced;
+    }
+    if (vx.kind == ValueKind::Param) {  // 1: fold
+      ValueId folded = foldParam(x, to, n.loc, g_.value(result).dtypeReason);
+      replace(result, folded);
+      return Outcome::Replaced;
+    }
+    const Node *p = producer(x);
+    if (!p) return Outcome::None;
+    if (p->op == OpKind::Constant) {  // 1: fold a constant
+      ValueId folded = foldConstant(*p, to, n);
+      replace(result, folded);
+      return Outcome::Replaced;
+    }
+    if (p->op == OpKind::Cast && lossless(g_.value(p->operands[0]).type.dtype, from)) {  // 2
+      setOperand(id, 0, p->operands[0]);
+      return Outcome::Changed;
+    }
+    if (p->op != OpKind::Transfer) return Outcome::None;
+    // 3: x = transfer(x1, B).
+    const ValueId x1 = p->operands[0];
+    const Device a = *g_.value(x1).device, b = *vx.device;
+    const Node *q = producer(x1);
+    if (q && q->op == OpKind::Cast && lossless(g_.value(q->operands[0]).type.dtype, from)) {
+      if (uses_[x] > 1) return declined(x);
+      ValueId x0 = q->operands[0];
+      const DType s = g_.value(x0).type.dtype;
+      Reason dtypeWhy{Reason::Kind::Inherited, x0, p->loc,
+                      "the " + std::string(dtypeName(s)) + " -> " + std::string(dtypeName(from)) +
+                          " cast before the transfer is undone after it: " + bytesPerElem(s) +
+                          "/elem sent instead of " + std::to_string(dtypeSize(from))};
+      ValueId t = make(OpKind::Transfer, x0, b, p->loc, g_.value(x).deviceReason, dtypeWhy);
+      setOperand(id, 0, t);
+      return Outcome::Changed;
+    }
+    if (dtypeSize(to) < dtypeSize(from) && castAllowedOn(n, a)) {
+      if (uses_[x] > 1) return declined(x);
+      Reason deviceWhy{Reason::Kind::Inserted, x1, n.loc,
+                       "cast moved before the transfer to " + b.str() + ": " + bytesPerElem(to) +
+                           "/elem instead of " + std::to_string(dtypeSize(from))};
+      const Location castLoc = n.loc, transferLoc = p->loc;
+      const Reason transferWhy = vx.deviceReason, castDType = g_.value(n.result).dtypeReason;
+      ValueId c = make(OpKind::Cast, x1, to, castLoc, deviceWhy, castDType);
+      ValueId t = make(OpKind::Transfer, c, b, transferLoc, transferWhy,
+                       {Reason::Kind::Inherited, c, {}, ""});
+      replace(g_.node(id).result, t);
+      return Outcome::Replaced;
+    }
+    return Outcome::None;
+  }
+
+  Outcome transferRules(NodeId id) {
+    const Node &n = g_.node(id);
+    const ValueId x = n.operands[0];
+    const Value &vx = g_.value(x);
+    const Device to = *g_.value(n.result).device;
+    if (*vx.device == to) {  // 2: no-op
+      replace(n.result, x);
+      return Outcome::Replaced;
+    }
+    if (foldedParam(x)) return unfold(id);
+    const Node *p = producer(x);
+    if (!p) return Outcome::None;
+    if (p->op == OpKind::Transfer) {  // 2: round trip, or a hop
+      ValueId x0 = p->operands[0];
+      if (*g_.value(x0).device == to) {
+        replace(n.result, x0);
+        return Outcome::Replaced;
+      }
+      if (uses_[x] > 1) return declined(x);
+      setOperand(id, 0, x0);
+      return Outcome::Changed;
+    }
+    if (p->op != OpKind::Cast) return Outcome::None;
+    // 3: transfer(cast(x0, T), to) with T wider than x0: cast after the transfer.
+    const ValueId x0 = p->operands[0];
+    const DType s = g_.value(x0).type.dtype, t = vx.type.dtype;
+    if (dtypeSize(t) <= dtypeSize(s) || !castAllowedOn(*p, to)) return Outcome::None;
+    if (uses_[x] > 1) return declined(x);
+    const Location castLoc = p->loc;
+    const Reason castDType = vx.dtypeReason;
+    ValueId moved = make(OpKind::Transfer, x0, to, n.loc, g_.value(n.result).deviceReason,
+                         {Reason::Kind::Inherited, x0, {}, ""});
+    Reason deviceWhy{Reason::Kind::Inserted, moved, castLoc,
+                     "cast moved after the transfer to " + to.str() + ": " + bytesPerElem(s) +
+                         "/elem instead of " + std::to_string(dtypeSize(t))};
+    ValueId c = make(OpKind::Cast, moved, t, castLoc, deviceWhy, castDType);
+    replace(g_.node(id).result, c);
+    return Outcome::Replaced;
+  }
+
+  // transfer(p', to) where p' is p folded to a wider dtype: send p and cast on arrival, so each
+  // run moves fewer bytes (the fold made here is undone).
+  Outcome unfold(NodeId id) {
+    const Node &n = g_.node(id);
+    const ValueId folded = n.operands[0];
+    const ValueId source = foldSource_.at(folded);
+    const DType s = g_.value(source).type.dtype, t = g_.value(folded).type.dtype;
+    const Device to = *g_.value(n.result).device;
+    if (dtypeSize(t) <= dtypeSize(s) || !ctx_.options.capabilities.supports(to, OpKind::Cast, t))
+      return Outcome::None;
+    if (uses_[folded] > 1) return declined(folded);
+    const Reason castDType = g_.value(folded).dtypeReason;
+    const Location loc = n.loc;
+    ValueId moved = make(OpKind::Transfer, source, to, loc, g_.value(n.result).deviceReason,
+                         {Reason::Kind::Inherited, source, {}, ""});
+    Reason deviceWhy{Reason::Kind::Inserted, moved, loc,
+                     "cast moved after the transfer to " + to.str() + ": " + bytesPerElem(s) +
+                         "/elem instead of " + std::to_string(dtypeSize(t))};
+    ValueId c = make(OpKind::Cast, moved, t, loc, deviceWhy, castDType);
+    replace(g_.node(id).result, c);
+    return Outcome::Replaced;
+  }
+
+  // A rule that needs `v` to have one reader did not apply: watch `v` (see dropUse).
+  Outcome declined(ValueId v) {
+    watched_[v] = 1;
+    return Outcome::None;
+  }
+
+  // --- Folding -----------------------------------------------------------------------------------
+
+  // Why a folded value has its dtype: the cast's reason where the dtype pass gave one.
+  static Reason foldDTypeReason(const Reason &castWhy, const Location &loc,
+                                const std::string &detail) {
+    if (castWhy.kind != Reason::Kind::None) return castWhy;
+    return {Reason::Kind::Rule, -1, loc, detail};
+  }
+
+  // `p` converted to `to` as a new param; `loc` and `castWhy` are the cast's.
+  ValueId foldParam(ValueId p, DType to, const Location &loc, const Reason &castWhy) {
+    auto key = std::make_pair(p, to);
+    if (auto it = foldMemo_.find(key); it != foldMemo_.end()) return it->second;
+    const ParamDecl decl = g_.paramOf(p);  // a copy: addParam may reallocate
+    const Value &vp = g_.value(p);
+    Initializer init = decl.init;
+    const bool keep = init.kind == Initializer::Kind::Zeros ||
+                      init.kind == Initializer::Kind::Ones ||
+                      (init.kind == Initializer::Kind::Randn && randnExact(vp.type.dtype, to));
+    if (!keep) init = {Initializer::Kind::Data, 0, ""};
+    const std::string detail = "folded cast of %" + vp.name + " at compile time";
+    const Device device = *vp.device;
+    const Reason dtypeWhy = foldDTypeReason(castWhy, loc, detail);
+    std::string name = g_.uniqueName(vp.name + "." + std::string(dtypeName(to)));
+    ValueId v = g_.addParam(std::move(name), convert(decl.data, to), init, decl.pin, decl.loc);
+    Value &nv = g_.value(v);
+    nv.device = device;
+    nv.deviceReason = {Reason::Kind::Inserted, p, loc, detail};
+    nv.dtypeReason = dtypeWhy;
+    grow();
+    fresh_[v] = 1;
+    foldMemo_.emplace(key, v);
+    foldSource_.emplace(v, p);
+    return v;
+  }
+
+  ValueId foldConstant(const Node &constant, DType to, const Node &cast) {
+    const Value &vk = g_.value(constant.result);
+    const OpInfo &info = opInfo(OpKind::Constant);
+    TensorData data = convert(attrTensor(info, constant.attrs, "value"), to);
+    const std::string detail = "folded cast of %" + vk.name + " at compile time";
+    const Reason dtypeWhy = foldDTypeReason(g_.value(cast.result).dtypeReason, cast.loc, detail);
+    const Reason deviceWhy{Reason::Kind::Inserted, constant.result, cast.loc, detail};
+    const Device device = *vk.device;
+    const NodeId anchor = constant.id;
+    TensorType type = data.type();
+    std::vector<NamedAttr> given{{"value", std::move(data)}};
+    Expected<Attrs> attrs = makeAttrs(info, given, cast.loc);
+    FERRY_CHECK(attrs.ok()) << attrs.status().message();
+    NodeId id = g_.createNode(
+        {OpKind::Constant, {}, std::move(*attrs), std::nullopt, std::nullopt, cast.loc},
+        g_.uniqueName(vk.name + "." + std::string(dtypeName(to))), type);
+    g_.node(id).inserted = true;
+    Value &r = g_.value(g_.node(id).result);
+    r.device = device;
+    r.deviceReason = deviceWhy;
+    r.dtypeReason = dtypeWhy;
+    grow();
+    if (folds_.size() <= static_cast<size_t>(id)) folds_.resize(id + 1, 0);
+    folds_[id] = 1;
+    fresh_[r.id] = 1;
+    attached_.push_back({anchor, id});
+    visit(id);
+    return resolve(g_.node(id).result);
+  }
+
+  Graph &g_;
+  PassContext &ctx_;
+  std::vector<ValueId> repl_;     // per value: what replaced it this sweep, or -1
+  std::vector<int32_t> uses_;     // per value: operand slots and outputs reading it
+  std::vector<int32_t> outputs_;  // per value: output slots reading it
+  std::vector<uint8_t> fresh_;    // per value: made by this pass
+  std::vector<uint8_t> dead_;     // per node
+  std::vector<uint8_t> folds_;    // per node: a constant made by folding
+  NodeTable cse_;
+  std::vector<NodeId> killStack_;
+  std::vector<std::pair<NodeId, NodeId>> attached_;  // (anchor node or -1, new node)
+  std::map<std::pair<ValueId, DType>, ValueId> foldMemo_;
+  std::map<ValueId, ValueId> foldSource_;  // folded param -> its source param
+  std::vector<uint8_t> watched_;           // per value: see declined()
+  bool again_ = false, paramUnused_ = false;
+};
+
+}  // namespace
+
+void simplify(Graph &graph, PassContext &ctx) { Simplifier(graph, ctx).run(); }
+
 }  // namespace ferry

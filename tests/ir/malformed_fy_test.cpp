@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/random_graph.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "random_graph_util.h"
 
 namespace ferry {
 namespace {

@@ -180,6 +180,32 @@ TEST(Parser, LocationComments) {
   EXPECT_EQ(g.outputs()[0].loc, (Location{"out.cpp", 99, 1}));
 }
 
+TEST(Parser, InsertedComments) {
+  Graph g = parseOk(R"(graph g {
+  input %x : f32[2]  # inserted model.cpp:1:1
+  %a = relu(%x)  # inserted
+  %b = relu(%a)  #inserted   mlp.cpp:42:7
+  %c = relu(%b)  # inserted by hand
+  %d = relu(%c)  # inserted:3:4
+  %e = relu(%d)  # Inserted
+  %f = relu(%e)  # not inserted
+  output %f  # inserted
+})");
+  auto node = [&](const char *n) { return g.producer(*g.findValue(n)); };
+  EXPECT_TRUE(node("a")->inserted);
+  EXPECT_EQ(node("a")->loc, Location{}) << "an inserted node without origin has none";
+  EXPECT_TRUE(node("b")->inserted);
+  EXPECT_EQ(node("b")->loc, (Location{"mlp.cpp", 42, 7}));
+  // Anything else is a plain comment: the statement keeps its place in the text.
+  for (const char *n : {"c", "e", "f"}) EXPECT_FALSE(node(n)->inserted) << n;
+  EXPECT_EQ(node("c")->loc, (Location{"t.fy", 5, 3}));
+  EXPECT_FALSE(node("d")->inserted);
+  EXPECT_EQ(node("d")->loc, (Location{"inserted", 3, 4})) << "a location, of a file 'inserted'";
+  // Only nodes are inserted; on other statements the comment is just a comment.
+  EXPECT_EQ(g.inputs()[0].loc, (Location{"t.fy", 2, 9}));
+  EXPECT_EQ(g.outputs()[0].loc, (Location{"t.fy", 9, 10}));
+}
+
 TEST(Parser, QuotedGraphNameCrlfAndBom) {
   Graph g =
       parseOk("\xEF\xBB\xBFgraph \"my model\" {\r\n  input %x : f32[2]\r\n  output %x\r\n}\r\n");

@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/random_graph.h"
 #include "ir/npy.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "random_graph_util.h"
 
 namespace ferry {
 namespace {
@@ -72,6 +72,52 @@ TEST(Printer, LocationsAsTrailingComments) {
   output %m               # test.fy:6:10
 }
 )");
+}
+
+// A compiled graph: every value placed, inserted nodes marked (with their origin when known).
+TEST(Printer, InsertedNodesAreMarkedAndReadBack) {
+  Graph g("g");
+  ValueId x = g.addInput("x", {DType::F32, {2}}, Device::cpu(), {"m.cpp", 3, 5});
+  g.value(x).device = Device::cpu();
+  auto add = [&](OpKind op, ValueId in, std::vector<NamedAttr> given, std::string name,
+                 Device device, Location loc, bool inserted) {
+    Expected<Attrs> attrs = makeAttrs(opInfo(op), given, {});
+    EXPECT_TRUE(attrs.ok());
+    InferResult t = inferType(opInfo(op), std::vector<TensorType>{g.value(in).type}, *attrs);
+    NodeId n = g.addNode({op, {in}, *attrs, {}, {}, std::move(loc)}, std::move(name),
+                         std::get<TensorType>(t));
+    g.node(n).inserted = inserted;
+    g.value(g.node(n).result).device = device;
+    return g.node(n).result;
+  };
+  ValueId t = add(OpKind::Transfer, x, {{"to", Device::cpu(1)}}, "x.cpu1", Device::cpu(1),
+                  {"m.cpp", 9, 7}, true);
+  ValueId c = add(OpKind::Cast, t, {{"to", DType::F16}}, "x.f16", Device::cpu(1), {}, true);
+  ValueId r = add(OpKind::Relu, c, {}, "r", Device::cpu(1), {"m.cpp", 9, 7}, false);
+  g.addOutput(r, std::nullopt, {"m.cpp", 10, 3});
+  const std::string printed = R"(graph g {
+  input %x : f32[2] @cpu                            # m.cpp:3:5
+  %x.cpu1 : f32[2] @cpu:1 = transfer(%x, to=cpu:1)  # inserted m.cpp:9:7
+  %x.f16 : f16[2] @cpu:1 = cast(%x.cpu1, to=f16)    # inserted
+  %r : f16[2] @cpu:1 = relu(%x.f16)                 # m.cpp:9:7
+  output %r @cpu:1                                  # m.cpp:10:3
+}
+)";
+  EXPECT_EQ(printGraph(g), printed);
+  // Without locations the marks stay: they are part of what the graph says.
+  EXPECT_EQ(printGraph(g, {.locations = false}), R"(graph g {
+  input %x : f32[2] @cpu
+  %x.cpu1 : f32[2] @cpu:1 = transfer(%x, to=cpu:1)  # inserted
+  %x.f16 : f16[2] @cpu:1 = cast(%x.cpu1, to=f16)    # inserted
+  %r : f16[2] @cpu:1 = relu(%x.f16)
+  output %r @cpu:1
+}
+)");
+  Graph again = parseOk(printed);
+  EXPECT_EQ(printGraph(again), printed);
+  EXPECT_EQ(testutil::graphDifference(again, g), "");
+  EXPECT_TRUE(again.producer(*again.findValue("x.f16"))->inserted);
+  EXPECT_FALSE(again.producer(*again.findValue("x.f16"))->loc.known()) << "no origin, not a line";
 }
 
 TEST(Printer, GraphApiValuesDevicesAndAttributes) {

@@ -6,10 +6,10 @@
 #include <fstream>
 #include <set>
 
+#include "common/random_graph.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
-#include "random_graph_util.h"
 
 namespace ferry {
 namespace {

@@ -1,1 +1,146 @@
-// placeholder
+// tests/passes/compile_test.cpp — compile()'s pipeline, option strings and validation, the cost
+// model's arithmetic and the statistics that describe a graph.
+#include <gtest/gtest.h>
+
+#include "ir/parser.h"
+#include "passes/compile.h"
+#include "passes/pass.h"
+
+namespace ferry {
+namespace {
+
+Graph parseOk(std::string_view text) {
+  Expected<Graph> g = parseGraph(text, "t.fy");
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return std::move(g).value();
+}
+
+std::string allMessages(const std::vector<Diagnostic> &ds) { return renderText(ds, {.snippet = false}); }
+
+TEST(Options, PolicyStringsParseAndBadOnesSayWhatWasExpected) {
+  EXPECT_EQ(*parsePlacementPolicy("auto"), PlacementPolicy::Auto);
+  EXPECT_EQ(*parsePlacementPolicy("strict"), PlacementPolicy::Strict);
+  EXPECT_EQ(parsePlacementPolicy("sideways").status().message(),
+            "error: invalid placement policy 'sideways': expected strict or auto [options]");
+  EXPECT_EQ(parseDTypePolicy("autocast=bf16")->low, DType::BF16);
+  EXPECT_EQ(parseDTypePolicy("autocast=bf16")->str(), "autocast=bf16");
+  EXPECT_EQ(parseDTypePolicy("promote")->kind, DTypePolicy::Kind::Promote);
+  EXPECT_NE(parseDTypePolicy("autocast=f32").status().message().find(
+                "expected strict, promote, autocast=f16 or autocast=bf16"),
+            std::string::npos);
+  EXPECT_EQ(*parseBudgetAction("warn"), BudgetAction::Warn);
+  EXPECT_FALSE(parseBudgetAction("maybe").ok());
+  auto devices = parseDeviceList("cpu,cuda:0,cpu:2");
+  ASSERT_TRUE(devices.ok());
+  EXPECT_EQ(*devices, (std::vector<Device>{Device::cpu(), Device::cuda(0), Device::cpu(2)}));
+  auto bad = parseDeviceList("cpu,cuda:x,gpu");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().diagnostics().size(), 2u);  // both bad items, not just the first
+  EXPECT_FALSE(parseDeviceList("").ok());
+  EXPECT_FALSE(parseDeviceList("cpu,").ok());
+}
+
+TEST(Options, ValidateReportsEveryProblem) {
+  CompileOptions o;
+  o.devices = {Device::cpu(), Device::cpu()};
+  o.target = Device::cuda(0);
+  o.dtype = {DTypePolicy::Kind::Autocast, DType::F32};
+  o.stopAfter = "fusion";
+  o.budgets.maxCasts = -1;
+  Status s = o.validate();
+  ASSERT_FALSE(s.ok());
+  const std::string m = s.message();
+  EXPECT_NE(m.find("device cpu is listed twice"), std::string::npos) << m;
+  EXPECT_NE(m.find("target device cuda:0 is not among the available devices (cpu, cpu)"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("autocast computes in f16 or bf16, not f32"), std::string::npos) << m;
+  EXPECT_NE(m.find("unknown pass 'fusion' to stop after; passes: verify, placement, dtype, "
+                   "simplify, budget"), std::string::npos) << m;
+  EXPECT_NE(m.find("max_casts must be >= 0"), std::string::npos) << m;
+  EXPECT_EQ(s.diagnostics().size(), 5u);
+  EXPECT_TRUE(CompileOptions{}.validate().ok());
+}
+
+TEST(Compile, BadOptionsAreDiagnosticsNotCrashes) {
+  CompileOptions o;
+  o.devices = {};
+  CompileResult r = compile(parseOk("graph g {\n input %x : f32[2]\n %y = relu(%x)\n output %y\n}\n"), o);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.lastPass, "");
+  EXPECT_NE(allMessages(r.diagnostics).find("no devices"), std::string::npos);
+}
+
+TEST(Compile, StopsAfterTheRequestedPass) {
+  const char *text = "graph g {\n input %x : f32[2]\n %y = relu(%x)\n output %y\n}\n";
+  for (const Pass &p : pipeline()) {
+    CompileOptions o;
+    o.stopAfter = std::string(p.name);
+    CompileResult r = compile(parseOk(text), o);
+    EXPECT_TRUE(r.ok()) << p.name << ": " << allMessages(r.diagnostics);
+    EXPECT_EQ(r.lastPass, p.name);
+    EXPECT_EQ(r.stats.passSeconds.size(), static_cast<size_t>(&p - pipeline().data()) + 1);
+  }
+  CompileResult full = compile(parseOk(text), {});
+  EXPECT_EQ(full.lastPass, "budget");
+}
+
+TEST(Compile, AnInvalidGraphStopsInVerify) {
+  Graph g = parseOk("graph g {\n input %x : f32[2]\n %y = relu(%x)\n output %y\n}\n");
+  g.value(*g.findValue("y")).type = {DType::F16, {2}};  // a graph broken after parsing
+  CompileResult r = compile(std::move(g), {});
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.lastPass, "verify");
+  EXPECT_NE(allMessages(r.diagnostics).find("%y is typed f16[2] but 'relu' gives f32[2]"),
+            std::string::npos);
+}
+
+TEST(CostModel, ComputeIsBoundByTheSlowerOfFlopsAndBytesPlusLaunch) {
+  CostModel m;
+  m.host = {1e9, 1e9, 1e-6};
+  EXPECT_DOUBLE_EQ(m.computeSeconds(Device::cpu(), {2e9, 1e9}), 2.0 + 1e-6);
+  EXPECT_DOUBLE_EQ(m.computeSeconds(Device::cpu(3), {1e9, 4e9}), 4.0 + 1e-6);
+  m.hostToDevice = {1e9, 1e-5};
+  m.deviceToHost = {2e9, 2e-5};
+  m.hostToHost = {4e9, 0};
+  EXPECT_DOUBLE_EQ(m.transferSeconds(Device::cpu(), Device::cuda(0), 1e9), 1.0 + 1e-5);
+  EXPECT_DOUBLE_EQ(m.transferSeconds(Device::cuda(1), Device::cpu(), 1e9), 0.5 + 2e-5);
+  EXPECT_DOUBLE_EQ(m.transferSeconds(Device::cpu(), Device::cpu(1), 1e9), 0.25);
+  EXPECT_EQ(m.transferSeconds(Device::cuda(0), Device::cuda(0), 1e9), 0);
+}
+
+TEST(Capabilities, MissingEntriesCoverADTypeOrAllOfThem) {
+  Capabilities c;
+  c.missing.push_back({DeviceKind::Cuda, OpKind::Gather, std::nullopt});
+  c.missing.push_back({DeviceKind::Cuda, OpKind::Matmul, DType::I64});
+  EXPECT_FALSE(c.supports(Device::cuda(0), OpKind::Gather, DType::F32));
+  EXPECT_TRUE(c.supports(Device::cpu(), OpKind::Gather, DType::F32));
+  EXPECT_FALSE(c.supports(Device::cuda(1), OpKind::Matmul, DType::I64));
+  EXPECT_TRUE(c.supports(Device::cuda(1), OpKind::Matmul, DType::F32));
+}
+
+TEST(Stats, DescribeGraphCountsTransfersByDirectionAndNodesPerDevice) {
+  // A graph already placed by hand: x on cpu, copied to cpu:1, cast there.
+  Graph g = parseOk(R"(graph g {
+  input %x : f32[4,8] @cpu
+  %r @cpu = relu(%x)
+  %t @cpu:1 = transfer(%r, to=cpu:1)
+  %c @cpu:1 = cast(%t, to=f16)
+  output %c
+})");
+  for (NodeId id : g.order()) g.value(g.node(id).result).device = g.node(id).pinDevice;
+  CompileOptions o;
+  o.devices = {Device::cpu(), Device::cpu(1)};
+  CompileStats s;
+  describeGraph(g, o, s);
+  EXPECT_EQ(s.transfers, 1);
+  EXPECT_EQ(s.transferBytes, 4 * 8 * 4);
+  EXPECT_EQ(s.h2hBytes, 128);
+  EXPECT_EQ(s.h2dBytes + s.d2hBytes + s.d2dBytes, 0);
+  EXPECT_EQ(s.casts, 1);
+  EXPECT_EQ(s.nodesPerDevice[Device::cpu()], 1);
+  EXPECT_EQ(s.nodesPerDevice[Device::cpu(1)], 2);
+  EXPECT_GT(s.estimatedSeconds, o.cost.transferSeconds(Device::cpu(), Device::cpu(1), 128));
+}
+
+}  // namespace
+}  // namespace ferry

@@ -1,7 +1,10 @@
-// tools/ferry-compile/emit.cpp — Graphviz DOT and JSON renderings of a graph.
+// tools/ferry-compile/emit.cpp — Graphviz DOT and JSON renderings of a graph; compile statistics
+// as text.
 #include "tools/ferry-compile/emit.h"
 
+#include <array>
 #include <cmath>
+#include <cstdio>
 
 #include "ir/json.h"
 
@@ -138,7 +141,79 @@ std::string jsonArray(const std::vector<std::string> &items) {
   return s + "  ]";
 }
 
+// ---- statistics ------------------------------------------------------------------------------
+
+// 3 significant digits in the unit that suits the magnitude: "12.3 us".
+std::string seconds(double s) {
+  const char *unit = "s";
+  if (s < 1e-6) {
+    s *= 1e9;
+    unit = "ns";
+  } else if (s < 1e-3) {
+    s *= 1e6;
+    unit = "us";
+  } else if (s < 1) {
+    s *= 1e3;
+    unit = "ms";
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g %s", s, unit);
+  return buf;
+}
+
+std::string bytesStr(int64_t n) { return std::to_string(n) + (n == 1 ? " byte" : " bytes"); }
+
+// Transfers in the final graph by direction (h2d, d2h, d2d, h2h), classified as describeGraph
+// classifies their bytes.
+std::array<int, 4> transfersByDirection(const Graph &g) {
+  std::array<int, 4> n{};
+  for (NodeId id : g.order()) {
+    const Node &node = g.node(id);
+    const std::optional<Device> &to = g.value(node.result).device;
+    if (node.op != OpKind::Transfer || !to) continue;
+    Device from = g.value(node.operands[0]).device.value_or(*to);
+    ++n[from.isHost() && to->isHost() ? 3 : from.isHost() ? 0 : to->isHost() ? 1 : 2];
+  }
+  return n;
+}
+
 }  // namespace
+
+std::string renderStats(const CompileResult &result, const CompileOptions &options,
+                        const StatsOptions &statsOptions) {
+  const CompileStats &st = result.stats;
+  std::string devices;
+  for (Device d : options.devices) devices += (devices.empty() ? "" : ",") + d.str();
+  std::string s = "statistics for '" + result.graph.name() + "' (placement " +
+                  std::string(placementPolicyName(options.placement)) + ", dtype " +
+                  options.dtype.str() + ", devices " + devices + ", target " +
+                  options.target.str() + "):\n";
+  s += "  transfers: " + std::to_string(st.transfers) + " per run, " + bytesStr(st.transferBytes) +
+       "\n";
+  std::array<int, 4> count = transfersByDirection(result.graph);
+  const std::array<int64_t, 4> bytes = {st.h2dBytes, st.d2hBytes, st.d2dBytes, st.h2hBytes};
+  const std::array<const char *, 4> names = {"h2d", "d2h", "d2d", "h2h"};
+  for (size_t i = 0; i < names.size(); ++i)
+    s += std::string("    ") + names[i] + ": " + std::to_string(count[i]) + ", " +
+         bytesStr(bytes[i]) + "\n";
+  s += "  casts: " + std::to_string(st.casts) + " in the graph; " +
+       std::to_string(st.castsInserted) + " inserted, " + std::to_string(st.castsFolded) +
+       " folded into params, " + std::to_string(st.castsRemoved) + " removed\n";
+  s += "  removed: " + std::to_string(st.transfersRemoved) + " transfers, " +
+       std::to_string(st.nodesRemoved) + " dead nodes\n";
+  std::string perDevice;
+  for (const auto &[device, n] : st.nodesPerDevice)
+    perDevice += (perDevice.empty() ? "" : ", ") + device.str() + " " + std::to_string(n);
+  s += "  nodes per device: " + (perDevice.empty() ? "none placed" : perDevice) + "\n";
+  s += "  estimated time: " + seconds(st.estimatedSeconds) + " per run\n";
+  if (statsOptions.timings) {
+    std::string times;
+    for (const auto &[pass, t] : st.passSeconds)
+      times += (times.empty() ? "" : ", ") + pass + " " + seconds(t);
+    s += "  pass times: " + times + " (stopped after " + result.lastPass + ")\n";
+  }
+  return s;
+}
 
 std::string emitDot(const Graph &g, const EmitOptions &options) {
   std::string s = "digraph " + dotString(g.name()) + " {\n";
@@ -171,8 +246,8 @@ std::string emitDot(const Graph &g, const EmitOptions &options) {
     if (n.pinDType) type += " @" + std::string(dtypeName(*n.pinDType));
     lines.push_back(type);
     if (std::string attrs = shownAttrs(n); !attrs.empty()) lines.push_back(attrs);
-    s += "  n" + std::to_string(id) + " [shape=box, label=" + dotLabel(lines) +
-         dotTooltip(n.loc, options) + "];\n";
+    s += "  n" + std::to_string(id) + " [shape=box, " + (n.inserted ? "style=dashed, " : "") +
+         "label=" + dotLabel(lines) + dotTooltip(n.loc, options) + "];\n";
     for (ValueId o : n.operands)
       s += "  " + dotId(g, o) + " -> n" + std::to_string(id) +
            " [label=" + dotString(g.value(o).type.str()) + "];\n";
@@ -226,7 +301,8 @@ std::string emitJson(const Graph &g, const EmitOptions &options) {
         ", \"type\": " + jsonType(g.value(n.result).type) + ", \"operands\": " + operands +
         ", \"attrs\": " + attrs + ", \"device\": " + jsonOptDevice(shownDevice(g, n)) +
         ", \"compute_dtype\": " + (n.pinDType ? jsonString(dtypeName(*n.pinDType)) : "null") +
-        ", \"location\": " + jsonLocation(n.loc, options) + "}");
+        ", \"location\": " + jsonLocation(n.loc, options) +
+        ", \"inserted\": " + (n.inserted ? "true" : "false") + "}");
   }
   std::vector<std::string> outputs;
   for (const OutputDecl &out : g.outputs()) {

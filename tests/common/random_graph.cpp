@@ -1,5 +1,6 @@
-// tests/ir/random_graph_util.cpp — the random graph generator and graph comparison for IR tests.
-#include "random_graph_util.h"
+// tests/common/random_graph.cpp — the random graph generator and graph comparison shared by the
+// IR and pass tests.
+#include "common/random_graph.h"
 
 #include <algorithm>
 #include <cmath>
@@ -26,15 +27,20 @@ constexpr DType kFloats[] = {DType::F16, DType::BF16, DType::F32, DType::F64};
 
 class Generator {
  public:
-  Generator(uint64_t seed, const RandomGraphOptions &options) : rng_(seed), options_(options) {}
+  Generator(uint64_t seed, const RandomGraphOptions &options)
+      : rng_(seed), seed_(seed), options_(options) {
+    FERRY_CHECK(!options.devices.empty()) << "randomGraph needs at least one device";
+  }
 
   Graph run() {
     const char *names[] = {"main", "mlp", "g.v2", "net_1", "my model", "resnet-18"};
     g_.setName(names[rng_.below(std::size(names))]);
     int nodes = static_cast<int>(rng_.range(1, std::max(1, options_.maxNodes)));
-    std::span<const OpInfo> ops = allOps();
+    std::vector<OpKind> ops = options_.ops;
+    if (ops.empty())
+      for (const OpInfo &op : allOps()) ops.push_back(op.kind);
     for (int made = 0, tries = 0; made < nodes && tries < nodes * 20; ++tries)
-      if (addNode(ops[rng_.below(static_cast<int64_t>(ops.size()))].kind)) ++made;
+      if (addNode(ops[rng_.below(static_cast<int64_t>(ops.size()))])) ++made;
     // Outputs: the last node always, then a few random values.
     std::vector<ValueId> results;
     for (NodeId n : g_.order()) results.push_back(g_.node(n).result);
@@ -47,6 +53,11 @@ class Generator {
       pin = maybeDevice(0.3);
       g_.addOutput(v, pin, loc());
     }
+    // Inserted marks come from a sequence of their own: the rest of the graph is the same as
+    // without them.
+    Rng marks(seed_ ^ 0x1a5e47edull);
+    for (NodeId n : g_.order())
+      if (marks.chance(options_.insertedRate)) g_.node(n).inserted = true;
     Status s = verify(g_);
     FERRY_CHECK(s.ok()) << "random graph does not verify: " << s.message();
     return std::move(g_);
@@ -67,11 +78,13 @@ class Generator {
     return g_.uniqueName(base + hints[rng_.below(6)]);
   }
   Device device() {
-    const Device devices[] = {Device::cpu(), Device::cpu(1), Device::cuda(0), Device::cuda(1)};
-    return devices[rng_.below(4)];
+    const std::vector<Device> &devices = options_.devices;
+    if (options_.firstDeviceBias > 0 && rng_.chance(options_.firstDeviceBias)) return devices[0];
+    return devices[rng_.below(static_cast<int64_t>(devices.size()))];
   }
+  // A device pin with probability p (scaled by pinRate).
   std::optional<Device> maybeDevice(double p) {
-    if (!rng_.chance(p)) return std::nullopt;
+    if (!rng_.chance(p * options_.pinRate)) return std::nullopt;
     return device();
   }
   DType dtype(Accepts a) {
@@ -89,6 +102,16 @@ class Generator {
   TensorData data(DType t, Shape s) {
     TensorData d(t, std::move(s));
     for (int64_t i = 0; i < d.numel(); ++i) {
+      if (!options_.extremeValues) {
+        switch (dtypeCategory(t)) {
+          case DTypeCategory::Bool: d.setInt(i, rng_.below(2)); break;
+          case DTypeCategory::Integer: d.setInt(i, rng_.range(t == DType::U8 ? 0 : -8, 8)); break;
+          case DTypeCategory::Floating:
+            d.set(i, static_cast<double>(rng_.range(-128, 128)) / 64.0);
+            break;
+        }
+        continue;
+      }
       switch (dtypeCategory(t)) {
         case DTypeCategory::Bool: d.setInt(i, rng_.below(2)); break;
         case DTypeCategory::Integer: {
@@ -139,7 +162,7 @@ class Generator {
     }
     Initializer init;
     TensorData d;
-    int64_t r = rng_.below(options_.npyParams ? 5 : 4);
+    int64_t r = rng_.below(options_.npyParams && !options_.compileReady ? 5 : 4);
     if (r == 4 && t.numel() > options_.maxDataElements) r = 0;
     if (r == 3 && t.numel() > options_.maxDataElements) r = 2;
     std::string n = name(rng_.chance(0.5) ? "w" : "p");
@@ -170,7 +193,7 @@ class Generator {
     }
     std::optional<Device> pin = maybeDevice(0.3);
     ValueId v = g_.addParam(std::move(n), std::move(d), init, pin, loc());
-    if (rng_.chance(0.1)) g_.value(v).device = device();
+    if (!options_.compileReady && rng_.chance(0.1)) g_.value(v).device = device();
     return v;
   }
 
@@ -230,6 +253,7 @@ class Generator {
                 std::vector<NamedAttr> &attrs);
 
   Rng rng_;
+  uint64_t seed_;
   const RandomGraphOptions &options_;
   Graph g_;
 };
@@ -248,10 +272,12 @@ bool Generator::addNode(OpKind kind) {
   const TensorType &t = std::get<TensorType>(r);
   if (t.numel() > 100000) return false;
   std::optional<DType> pinDType;
-  if (rng_.chance(0.15)) pinDType = kFloats[rng_.below(4)];
-  NodeSpec spec{kind, std::move(ids), std::move(*attrs), maybeDevice(0.25), pinDType, loc()};
+  if (rng_.chance(options_.dtypePinRate)) pinDType = kFloats[rng_.below(4)];
+  std::optional<Device> pinDevice = maybeDevice(0.25);
+  if (options_.compileReady && kind == OpKind::Transfer) pinDevice.reset();
+  NodeSpec spec{kind, std::move(ids), std::move(*attrs), pinDevice, pinDType, loc()};
   NodeId n = g_.addNode(std::move(spec), name("node"), t);
-  if (rng_.chance(0.15)) g_.value(g_.node(n).result).device = device();
+  if (!options_.compileReady && rng_.chance(0.15)) g_.value(g_.node(n).result).device = device();
   return true;
 }
 
@@ -576,6 +602,7 @@ std::string graphDifference(const Graph &a, const Graph &b) {
         x.pinDType != y.pinDType)
       return "node " + n + " pins";
     if (x.loc != y.loc) return "node " + n + " loc " + locStr(x.loc) + " vs " + locStr(y.loc);
+    if (x.inserted != y.inserted) return "node " + n + " inserted mark";
   }
   if (a.outputs().size() != b.outputs().size()) return "output count";
   for (size_t i = 0; i < a.outputs().size(); ++i) {

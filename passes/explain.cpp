@@ -1,0 +1,104 @@
+// passes/explain.cpp — renders the reason chain that placement recorded on each value.
+#include "passes/explain.h"
+
+#include <vector>
+
+namespace ferry {
+
+namespace {
+
+// Chains longer than this keep their first kHead and last kTail steps.
+constexpr size_t kHead = 4;
+constexpr size_t kTail = 3;
+constexpr size_t kMaxSteps = size_t{1} << 16;
+
+std::string at(const Location &loc) { return loc.known() ? " at " + loc.str() : ""; }
+
+std::string ref(const Graph &g, ValueId v) {
+  std::string site = definitionSite(g, v);
+  std::string s = "%" + g.value(v).name;
+  return site == "<unknown>" ? s : s + " (" + site + ")";
+}
+
+// One step of the chain (its text only when `text`); `next` is the value it continues with, or -1.
+std::string step(const Graph &g, ValueId v, ValueId &next, bool text) {
+  const Value &val = g.value(v);
+  const Reason &r = val.deviceReason;
+  bool hasFrom = r.from >= 0 && static_cast<size_t>(r.from) < g.valueCount();
+  bool follows = hasFrom && (r.kind == Reason::Kind::Inherited ||
+                             r.kind == Reason::Kind::FromConsumer ||
+                             r.kind == Reason::Kind::CostModel);
+  next = follows ? r.from : -1;
+  if (!text) return {};
+  switch (r.kind) {
+    case Reason::Kind::None: return "not placed";
+    case Reason::Kind::Pinned:
+      if (!r.detail.empty()) return r.detail + at(r.loc);
+      if (val.kind == ValueKind::Param) return "param '" + val.name + "', pinned" + at(r.loc);
+      return "pinned" + at(r.loc);
+    case Reason::Kind::Declared:
+      if (r.loc.known()) return "input '" + val.name + "', declared at " + r.loc.str();
+      return "input '" + val.name + "', declared on " + (val.device ? val.device->str() : "?");
+    case Reason::Kind::Inherited:
+      if (!hasFrom) return "inherited";
+      return "inherited from " + ref(g, r.from);
+    case Reason::Kind::FromConsumer:
+      if (!hasFrom) return "from its consumers";
+      return "from its consumer " + ref(g, r.from);
+    case Reason::Kind::Target:
+      return "nothing constrains it: default target " + (val.device ? val.device->str() : "?");
+    case Reason::Kind::Fallback: return (r.detail.empty() ? "fallback" : r.detail) + at(r.loc);
+    case Reason::Kind::CostModel:
+      if (!hasFrom) return r.detail.empty() ? "cost model" : r.detail;
+      return (r.detail.empty() ? "cost model" : r.detail) + ": next to its consumer " +
+             ref(g, r.from);
+    case Reason::Kind::Rule: return r.detail.empty() ? "rule" : r.detail;
+    case Reason::Kind::Inserted:
+      return "transfer" + std::string(hasFrom ? " of %" + g.value(r.from).name : "") +
+             " inserted for its use" + at(r.loc);
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string definitionSite(const Graph &g, ValueId v) {
+  const Value &val = g.value(v);
+  const Location *loc = nullptr;
+  switch (val.kind) {
+    case ValueKind::Input:
+      if (val.def >= 0 && static_cast<size_t>(val.def) < g.inputs().size()) loc = &g.inputOf(v).loc;
+      break;
+    case ValueKind::Param:
+      if (val.def >= 0 && static_cast<size_t>(val.def) < g.params().size()) loc = &g.paramOf(v).loc;
+      break;
+    case ValueKind::Result: loc = &g.node(val.def).loc; break;
+  }
+  return loc && loc->known() ? loc->str() : "<unknown>";
+}
+
+std::string explainDevice(const Graph &g, ValueId v) {
+  // The chain's values first (cheap), then text for the steps that are shown. A chain visits each
+  // value at most once unless the reasons form a cycle (a hand-edited graph); the bound ends it
+  // either way, and keeps explaining many values of a very deep graph affordable.
+  std::vector<ValueId> chain;
+  for (size_t hops = 0; v >= 0 && hops < kMaxSteps; ++hops) {
+    chain.push_back(v);
+    step(g, v, v, /*text=*/false);
+  }
+  bool cut = v >= 0;
+  std::string s;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    if (chain.size() > kHead + kTail + 1 && i == kHead) {
+      s += " <- ... (" + std::to_string(chain.size() - kHead - kTail) + (cut ? "+" : "") +
+           " more)";
+      i = chain.size() - kTail - 1;
+      continue;
+    }
+    ValueId next;
+    s += (i ? " <- " : "") + step(g, chain[i], next, /*text=*/true);
+  }
+  return s;
+}
+
+}  // namespace ferry

@@ -1,0 +1,20 @@
+// passes/explain.h — why a value is on its device, as text (diagnostics, `ferry-compile --explain`).
+#pragma once
+
+#include <string>
+
+#include "ir/graph.h"
+
+namespace ferry {
+
+/// The chain of reasons that put `v` on its device, newest first, joined by " <- ": e.g.
+/// "inherited from %h (mlp.fy:4:3) <- input 'x', declared at mlp.fy:2:3". Each step follows
+/// Reason::from; long chains keep their first and last steps and say how many were left out.
+/// Reads only the graph (Value::deviceReason), so it explains any placed graph. Pre: none (a value
+/// that was never placed reads "not placed").
+std::string explainDevice(const Graph &graph, ValueId v);
+
+/// Where `v` is defined: its node's, param's or input's location ("<unknown>" when not known).
+std::string definitionSite(const Graph &graph, ValueId v);
+
+}  // namespace ferry

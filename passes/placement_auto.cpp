@@ -1,0 +1,355 @@
+// passes/placement_auto.cpp — cost-based placement: pins are constraints, every other value goes
+// where the cost model's estimate of one run is lowest.
+//
+// The estimate of a placement is the compute time of every node on its device (infinite where
+// the device has no kernel; params and constants cost nothing) plus, for every value and every
+// other device that reads it, one transfer (the transfer pass inserts one per (value,
+// destination)). An output pin reads its value on the pinned device.
+//   1. fix       inputs, pinned params, pinned nodes (a pin without a kernel falls back to cpu
+//                first) and transfers are fixed; every other value is free
+//   2. start     free values on options.target (a node with no kernel there: cpu, else the
+//                first device that has one)
+//   3. improve   an expansion move towards a device A lets every free value either stay or move
+//                to A; the best such move is a minimum s-t cut (source side: stay). Transfer
+//                costs paid once per (value, destination) become one auxiliary vertex per value
+//                and direction. With two devices one move from the start reaches the exact
+//                optimum; with more, moves towards each device repeat while they lower the
+//                estimate, so the result is never worse than the start.
+//   4. record    Reason CostModel with each node's compute estimates per device
+// Ties keep a value where the move found it: on the target when nothing beats it.
+#include <algorithm>
+#include <cmath>
+
+#include "passes/mincut.h"
+#include "passes/placement_impl.h"
+
+namespace ferry::placement {
+
+namespace {
+
+using Kind = Reason::Kind;
+constexpr double kInf = MinCut::kInfinity;
+constexpr int kMaxSweeps = 8;
+constexpr int32_t kSource = 0, kSink = 1;
+
+class AutoPlacer {
+ public:
+  explicit AutoPlacer(Placer &p) : p_(p), g_(p.graph), k_(p.available) {}
+
+  void run() {
+    if (!fix()) {
+      for (ValueId v : free_) p_.place(v, p_.target, Kind::Target);
+      return;
+    }
+    if (k_ == 1) {
+      for (ValueId v : free_) p_.place(v, 0, Kind::Target);
+      return;
+    }
+    start();
+    p_.buildUsers();
+    bytes_.assign(g_.valueCount(), 0);
+    for (ValueId v = 0; v < static_cast<ValueId>(g_.valueCount()); ++v)
+      if (p_.label[v] != kNone && !p_.users(v).empty()) {
+        used_.push_back(v);
+        bytes_[v] = static_cast<double>(g_.value(v).type.byteSize());
+      }
+    energy_ = energy();
+    if (k_ == 2) {
+      expand(p_.target == 0 ? 1 : 0);
+    } else {
+      bool improved = true;
+      for (int sweep = 0; sweep < kMaxSweeps && improved; ++sweep) {
+        improved = false;
+        for (size_t a = 0; a < k_; ++a) improved = expand(static_cast<Label>(a)) || improved;
+      }
+    }
+    record();
+  }
+
+ private:
+  // 1. fix. Returns false when an error makes placement pointless.
+  bool fix() {
+    costRow_.assign(g_.valueCount(), -1);
+    std::vector<TensorType> types;
+    bool ok = !p_.ctx.diags.hasErrors();
+    for (const ParamDecl &pr : g_.params())
+      if (!pr.pin) free_.push_back(pr.value);
+    for (NodeId id : g_.order()) {
+      const Node &n = g_.node(id);
+      if (n.op == OpKind::Transfer) {
+        p_.placeTransfer(n);
+      } else if (p_.pin[id] != kNone) {
+        if (p_.runnable(id, p_.pin[id], "pinned" + at(n.loc)) == p_.pin[id])
+          p_.place(n.result, p_.pin[id], Reason{Kind::Pinned, -1, n.loc, {}});
+      } else {
+        free_.push_back(n.result);
+        costRow_[n.result] = static_cast<int32_t>(cost_.size() / k_);
+        bool any = false, costed = false;
+        OpCost c{};
+        for (size_t l = 0; l < k_; ++l) {
+          double seconds = kInf;
+          if (p_.supports(n, static_cast<Label>(l))) {
+            if (!costed && !p_.isSource(n)) c = opCostOf(n, types), costed = true;
+            seconds = p_.isSource(n) ? 0 : p_.options.cost.computeSeconds(p_.devices[l], c);
+          }
+          cost_.push_back(seconds);
+          any = any || seconds < kInf;
+        }
+        if (!any) {
+          std::vector<Label> all(k_);
+          for (size_t l = 0; l < k_; ++l) all[l] = static_cast<Label>(l);
+          p_.ctx.diags.error("device", n.loc,
+                             p_.nodeRef(n) + " has no kernel for " +
+                                 std::string(dtypeName(p_.computeDType(n))) +
+                                 " on any available device (" + p_.devicesText(all) + ")")
+              .fix("compile with a device that has a kernel for it");
+          ok = false;
+        }
+      }
+    }
+    return ok && !p_.ctx.diags.hasErrors();
+  }
+
+  static std::string at(const Location &loc) { return loc.known() ? " at " + loc.str() : ""; }
+
+  OpCost opCostOf(const Node &n, std::vector<TensorType> &types) const {
+    // Assigning into a kept vector reuses the shapes' storage: no allocation per node.
+    types.resize(n.operands.size());
+    for (size_t i = 0; i < n.operands.size(); ++i) types[i] = g_.value(n.operands[i]).type;
+    return opCost(n.info(), types, n.attrs, g_.value(n.result).type);
+  }
+
+  // 2. start
+  void start() {
+    for (ValueId v : free_) {
+      Label l = p_.target;
+      int32_t row = costRow_[v];
+      if (row >= 0 && cost_[row * k_ + l] == kInf) {
+        l = p_.cpu != kNone && cost_[row * k_ + p_.cpu] < kInf ? p_.cpu : 0;
+        while (cost_[row * k_ + l] == kInf) ++l;
+      }
+      p_.label[v] = l;
+    }
+  }
+
+  // A free value's own cost on `l`: compute for nodes, nothing for params.
+  double own(ValueId v, Label l) const { return costRow_[v] >= 0 ? cost_[costRow_[v] * k_ + l] : 0; }
+
+  double transfer(ValueId v, Label from, Label to) const {
+    return p_.options.cost.transferSeconds(p_.devices[from], p_.devices[to], bytes_[v]);
+  }
+
+  // The estimate of the current labels (fixed nodes' compute left out: it never changes).
+  double energy() {
+    double e = 0;
+    for (ValueId v : free_) e += own(v, p_.label[v]);
+    mark_.assign(p_.devices.size(), -1);
+    for (ValueId v : used_) {
+      Label lv = p_.label[v];
+      for (int32_t u : p_.users(v)) {
+        Label l = p_.userLabel(u);
+        if (l == lv || mark_[l] == v) continue;
+        mark_[l] = v;
+        e += transfer(v, lv, l);
+      }
+    }
+    return e;
+  }
+
+  // --- 3. an expansion move towards `alpha` as a minimum cut ---------------------------------
+  // Vertex sides: source = keeps its device, sink = on alpha. Values that cannot move are the
+  // terminals themselves: on alpha -> kSink, elsewhere -> kSource.
+  int32_t side(ValueId v) const {
+    return vertex_[v] >= 0 ? vertex_[v] : p_.label[v] == alpha_ ? kSink : kSource;
+  }
+  void addUnary(int32_t x, double stay, double move) {
+    if (x < 2) return;  // a terminal: a constant
+    unary_[2 * x] += stay;
+    unary_[2 * x + 1] += move;
+  }
+  // Pays w when x stays and any of `movers` (or a user already on alpha) is on alpha.
+  void staysWhileAnyMoves(int32_t x, const std::vector<int32_t> &movers, bool userOnAlpha,
+                          double w) {
+    if (w <= 0 || x == kSink) return;
+    if (userOnAlpha) return addUnary(x, w, 0);
+    if (movers.empty()) return;
+    if (movers.size() == 1) return cut_.addEdge(x, movers[0], w);
+    int32_t aux = cut_.addVertex();
+    cut_.addEdge(x, aux, w);
+    for (int32_t m : movers) cut_.addEdge(aux, m, kInf);
+  }
+  // Pays w when any of `stayers` stays.
+  void anyStays(const std::vector<int32_t> &stayers, double w) {
+    if (w <= 0 || stayers.empty()) return;
+    if (stayers.size() == 1) return addUnary(stayers[0], w, 0);
+    int32_t aux = cut_.addVertex();
+    for (int32_t s : stayers) cut_.addEdge(s, aux, kInf);
+    cut_.addEdge(aux, kSink, w);
+  }
+  // Pays w when x moves and any of `stayers` stays.
+  void movesWhileAnyStays(int32_t x, const std::vector<int32_t> &stayers, double w) {
+    if (w <= 0 || stayers.empty()) return;
+    if (stayers.size() == 1) return cut_.addEdge(stayers[0], x, w);
+    int32_t aux = cut_.addVertex();
+    for (int32_t s : stayers) cut_.addEdge(s, aux, kInf);
+    cut_.addEdge(aux, x, w);
+  }
+
+  // The transfer terms of value v. Its users on alpha or moving there need a copy from v's
+  // device unless v moves too (exact). Users staying on a device d need a copy from wherever
+  // v ends up, a cost a = t(v's device, d) or b = t(alpha, d): exact unless b < a with every
+  // user on d free, where it counts as if one of them stays (the move is then checked against
+  // the exact estimate before it is kept).
+  void transferTerms(ValueId v) {
+    Label lv = p_.label[v];
+    int32_t x = side(v);
+    bool userOnAlpha = false;
+    movers_.clear();
+    touched_.clear();
+    for (int32_t u : p_.users(v)) {
+      Label l = p_.userLabel(u);
+      int32_t ux = u >= 0 ? vertex_[g_.node(u).result] : -1;
+      if (ux >= 0) {
+        movers_.push_back(ux);
+      } else if (l == alpha_) {
+        userOnAlpha = true;
+        continue;
+      }
+      if (stayers_[l].empty() && !fixedOn_[l]) touched_.push_back(l);
+      if (ux >= 0)
+        stayers_[l].push_back(ux);
+      else
+        fixedOn_[l] = 1;
+    }
+    if (lv != alpha_) staysWhileAnyMoves(x, movers_, userOnAlpha, transfer(v, lv, alpha_));
+    for (Label d : touched_) {
+      double a = lv == d ? 0 : transfer(v, lv, d), b = transfer(v, alpha_, d);
+      if (x < 2) {
+        if (!fixedOn_[d]) anyStays(stayers_[d], x == kSink ? b : a);
+      } else if (fixedOn_[d]) {
+        addUnary(x, a, b);
+      } else {
+        anyStays(stayers_[d], a);
+        if (b >= a)
+          movesWhileAnyStays(x, stayers_[d], b - a);
+        else
+          addUnary(x, 0, b - a);
+      }
+      stayers_[d].clear();
+      fixedOn_[d] = 0;
+    }
+  }
+
+  // Returns whether the move was kept (it lowered the estimate).
+  bool expand(Label alpha) {
+    alpha_ = alpha;
+    vertex_.resize(g_.valueCount(), -1);
+    int32_t count = 2;
+    for (ValueId v : free_)
+      if (p_.label[v] != alpha && own(v, alpha) < kInf) vertex_[v] = count++;
+    if (count == 2) return false;
+    cut_.clear(count);
+    unary_.assign(2 * static_cast<size_t>(count), 0);
+    stayers_.resize(p_.devices.size());
+    fixedOn_.assign(p_.devices.size(), 0);
+    for (ValueId v : free_)
+      if (vertex_[v] >= 0) addUnary(vertex_[v], own(v, p_.label[v]), own(v, alpha));
+    for (ValueId v : used_) transferTerms(v);
+    for (int32_t x = 2; x < count; ++x) {
+      double stay = unary_[2 * x], move = unary_[2 * x + 1], m = std::min(stay, move);
+      if (move > m) cut_.addEdge(kSource, x, move - m);
+      if (stay > m) cut_.addEdge(x, kSink, stay - m);
+    }
+    cut_.solve(kSource, kSink, MinCut::Ties::LargeSource);
+
+    changed_.clear();
+    for (ValueId v : free_) {
+      if (vertex_[v] < 0) continue;
+      if (!cut_.onSourceSide(vertex_[v])) {
+        changed_.emplace_back(v, p_.label[v]);
+        p_.label[v] = alpha;
+      }
+      vertex_[v] = -1;
+    }
+    if (changed_.empty()) return false;
+    double e = energy();
+    if (e < energy_ - 1e-12 * energy_) {
+      energy_ = e;
+      return true;
+    }
+    for (const auto &[v, l] : changed_) p_.label[v] = l;
+    return false;
+  }
+
+  // 4. record
+  void record() {
+    std::vector<std::string> names;
+    for (size_t l = 0; l < k_; ++l) names.push_back(p_.devices[l].str());
+    std::string detail;
+    for (ValueId v : free_) {
+      Label l = p_.label[v];
+      int32_t row = costRow_[v];
+      const Node *n = g_.producer(v);
+      if (row >= 0 && !p_.isSource(*n)) {
+        // "cost model: cuda:0 1.2 µs vs cpu 35 µs", built in place: one allocation per node.
+        const double *c = &cost_[row * k_];
+        char buf[kSecondsTextMax];
+        detail.assign("cost model: ");
+        detail.append(names[l]).append(" ").append(buf, writeSeconds(buf, c[l]));
+        bool cheapest = true, first = true;
+        for (size_t o = 0; o < k_; ++o) {
+          if (o == l) continue;
+          detail.append(first ? " vs " : ", ").append(names[o]).append(" ");
+          if (c[o] < kInf)
+            detail.append(buf, writeSeconds(buf, c[o]));
+          else
+            detail.append("(no kernel)");
+          cheapest = cheapest && c[o] >= c[l];
+          first = false;
+        }
+        if (!cheapest) detail.append("; moving data would cost more");
+        p_.place(v, l, Kind::CostModel, -1);
+        g_.value(v).deviceReason.detail = detail;
+        continue;
+      }
+      // A param or constant costs nothing anywhere: it sits with (the first of) its users.
+      ValueId with = -1;
+      bool used = false;
+      for (int32_t u : p_.users(v)) {
+        used = true;
+        if (u >= 0 && p_.userLabel(u) == l) {
+          with = g_.node(u).result;
+          break;
+        }
+      }
+      p_.place(v, l, used ? Kind::CostModel : Kind::Target, with);
+    }
+  }
+
+  Placer &p_;
+  Graph &g_;
+  size_t k_;
+  std::vector<ValueId> free_;     // free values: unpinned params, then unpinned nodes in order
+  std::vector<int32_t> costRow_;  // per value: its row in cost_ (free nodes), else -1
+  std::vector<double> cost_;      // per free node and device: compute seconds (kInf: no kernel)
+  std::vector<ValueId> used_;     // values that some node or pinned output reads
+  std::vector<double> bytes_;     // per used value: its size
+  double energy_ = 0;
+  std::vector<ValueId> mark_;
+
+  Label alpha_ = 0;
+  MinCut cut_;
+  std::vector<int32_t> vertex_;  // per value: its cut vertex during a move, or -1
+  std::vector<double> unary_;    // per vertex: cost when it stays, when it moves
+  std::vector<int32_t> movers_;
+  std::vector<std::vector<int32_t>> stayers_;  // per device: movable users now on it
+  std::vector<uint8_t> fixedOn_;               // per device: a fixed user is on it
+  std::vector<Label> touched_;
+  std::vector<std::pair<ValueId, Label>> changed_;
+};
+
+}  // namespace
+
+void placeAuto(Placer &p) { AutoPlacer(p).run(); }
+
+}  // namespace ferry::placement

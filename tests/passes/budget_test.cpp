@@ -1,0 +1,186 @@
+// tests/passes/budget_test.cpp — the data-movement budgets: each transfer direction allowed,
+// warned about or rejected with its edge, bytes and location; the per-run byte total and the
+// number of casts, each just at and just over its limit.
+#include <gtest/gtest.h>
+
+#include "ir/parser.h"
+#include "passes/compile.h"
+#include "passes/pass.h"
+
+namespace ferry {
+namespace {
+
+// A graph as the passes before the budget leave it, written by hand: each statement's `@device`
+// becomes its value's device.
+Graph placed(std::string_view text) {
+  Expected<Graph> parsed = parseGraph(text, "m.fy");
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  Graph g = std::move(parsed).value();
+  for (ParamDecl &p : g.params()) g.value(p.value).device = p.pin;
+  for (NodeId id : g.order()) {
+    Node &n = g.node(id);
+    g.value(n.result).device = n.pinDevice;
+    if (n.op == OpKind::Cast || n.op == OpKind::Transfer) {
+      n.pinDevice.reset();
+      n.inserted = true;
+    }
+  }
+  return g;
+}
+
+std::vector<Diagnostic> budgetDiagnostics(const Graph &g, const Budgets &b) {
+  CompileOptions o;
+  o.devices = {Device::cpu(), Device::cpu(1), Device::cuda(0), Device::cuda(1)};
+  o.budgets = b;
+  DiagnosticEngine diags;
+  CompileStats stats;
+  PassContext ctx{o, diags, stats};
+  Graph copy = g;
+  checkBudgets(copy, ctx);
+  return diags.take();
+}
+
+std::string text(const std::vector<Diagnostic> &ds) { return renderText(ds, {.snippet = false}); }
+
+// The model's output is computed on the device and wanted on the host (line 4).
+const char *kDeviceToHost = R"(graph m {
+  input %x : f32[32,256] @cuda:0
+  %a @cuda:0 = relu(%x)
+  %t @cpu = transfer(%a, to=cpu)
+  %y @cpu = neg(%t)
+  output %y
+})";
+
+TEST(Budget, ADeviceToHostCopyIsRejectedWithD2hErrorNamingTheEdgeAndItsBytes) {
+  Graph g = placed(kDeviceToHost);
+  std::vector<Diagnostic> ds = budgetDiagnostics(g, {.d2h = BudgetAction::Error});
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].severity, Severity::Error);
+  EXPECT_EQ(ds[0].code, "budget");
+  EXPECT_EQ(ds[0].loc, (Location{"m.fy", 4, 3}));
+  EXPECT_EQ(text(ds),
+            "m.fy:4:3: error: device-to-host transfer of %a from cuda:0 to cpu: 32768 bytes per "
+            "run (f32[32,256]), budget d2h=error [budget]\n"
+            "m.fy:5:3: note: needed on cpu by %y\n"
+            "  fix: pin %y to cuda:0, or allow d2h transfers\n");
+}
+
+TEST(Budget, WithD2hWarnItCompilesWithAWarningAndWithAllowSilently) {
+  Graph g = placed(kDeviceToHost);
+  std::vector<Diagnostic> ds = budgetDiagnostics(g, {.d2h = BudgetAction::Warn});
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].severity, Severity::Warning);
+  EXPECT_EQ(text(ds),
+            "m.fy:4:3: warning: device-to-host transfer of %a from cuda:0 to cpu: 32768 bytes per "
+            "run (f32[32,256]), budget d2h=warn [budget]\n"
+            "m.fy:5:3: note: needed on cpu by %y\n"
+            "  fix: pin %y to cuda:0, or allow d2h transfers\n");
+  EXPECT_TRUE(budgetDiagnostics(g, {}).empty());
+  // Budgets of the other directions do not apply to this copy.
+  EXPECT_TRUE(
+      budgetDiagnostics(
+          g, {.h2d = BudgetAction::Error, .d2d = BudgetAction::Error, .h2h = BudgetAction::Error})
+          .empty());
+}
+
+TEST(Budget, EveryDirectionIsClassifiedAndEveryOffenderReportedInOneRun) {
+  Graph g = placed(R"(graph m {
+  input %x : f32[4] @cpu
+  %a @cuda:0 = transfer(%x, to=cuda:0)
+  %b @cuda:1 = transfer(%a, to=cuda:1)
+  %c @cpu:1 = transfer(%x, to=cpu:1)
+  %d @cpu = transfer(%b, to=cpu)
+  %e @cpu = transfer(%a, to=cpu)
+  %s @cpu = add(%d, %e)
+  output %s, %c @cpu:1
+})");
+  std::vector<Diagnostic> ds = budgetDiagnostics(g, {.h2d = BudgetAction::Warn,
+                                                     .d2h = BudgetAction::Error,
+                                                     .d2d = BudgetAction::Error,
+                                                     .h2h = BudgetAction::Warn});
+  ASSERT_EQ(ds.size(), 5u);
+  EXPECT_EQ(text(ds),
+            "m.fy:3:3: warning: host-to-device transfer of %x from cpu to cuda:0: 16 bytes per "
+            "run (f32[4]), budget h2d=warn [budget]\n"
+            "m.fy:4:3: note: needed on cuda:0 by %b, %e\n"
+            "  fix: pin %b, %e to cpu, or allow h2d transfers\n"
+            "m.fy:4:3: error: device-to-device transfer of %a from cuda:0 to cuda:1: 16 bytes per "
+            "run (f32[4]), budget d2d=error [budget]\n"
+            "m.fy:6:3: note: needed on cuda:1 by %d\n"
+            "  fix: pin %d to cuda:0, or allow d2d transfers\n"
+            "m.fy:5:3: warning: host-to-host transfer of %x from cpu to cpu:1: 16 bytes per run "
+            "(f32[4]), budget h2h=warn [budget]\n"
+            "m.fy:9:14: note: output %c is pinned to cpu:1\n"
+            "  fix: leave output %c on cpu (drop its @cpu:1 pin), or allow h2h transfers\n"
+            "m.fy:6:3: error: device-to-host transfer of %b from cuda:1 to cpu: 16 bytes per run "
+            "(f32[4]), budget d2h=error [budget]\n"
+            "m.fy:8:3: note: needed on cpu by %s\n"
+            "  fix: pin %s to cuda:1, or allow d2h transfers\n"
+            "m.fy:7:3: error: device-to-host transfer of %a from cuda:0 to cpu: 16 bytes per run "
+            "(f32[4]), budget d2h=error [budget]\n"
+            "m.fy:8:3: note: needed on cpu by %s\n"
+            "  fix: pin %s to cuda:0, or allow d2h transfers\n");
+}
+
+const char *kTwoTransfersTwoCasts = R"(graph m {
+  input %x : f32[8] @cpu
+  %a @cuda:0 = transfer(%x, to=cuda:0)
+  %h @cuda:0 = cast(%a, to=f16)
+  %r @cuda:0 = relu(%h)
+  %f @cuda:0 = cast(%r, to=f32)
+  %y @cpu = transfer(%f, to=cpu)
+  output %y
+})";
+
+TEST(Budget, MaxTransferBytesIsAPerRunTotalOneErrorListingEachTransfer) {
+  Graph g = placed(kTwoTransfersTwoCasts);
+  EXPECT_TRUE(budgetDiagnostics(g, {.maxTransferBytes = 64}).empty());
+  std::vector<Diagnostic> ds = budgetDiagnostics(g, {.maxTransferBytes = 63});
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(text(ds),
+            "error: transfers move 64 bytes per run, over max_transfer_bytes=63 [budget]\n"
+            "m.fy:3:3: note: transfer of %x from cpu to cuda:0: 32 bytes\n"
+            "m.fy:7:3: note: transfer of %f from cuda:0 to cpu: 32 bytes\n"
+            "  fix: pin the values so that less data crosses devices, or raise "
+            "max_transfer_bytes\n");
+}
+
+TEST(Budget, MaxCastsCountsTheCastsLeftOneErrorListingEachCast) {
+  Graph g = placed(kTwoTransfersTwoCasts);
+  EXPECT_TRUE(budgetDiagnostics(g, {.maxCasts = 2}).empty());
+  std::vector<Diagnostic> ds = budgetDiagnostics(g, {.maxCasts = 1});
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(text(ds),
+            "error: 2 casts are left in the graph, over max_casts=1 [budget]\n"
+            "m.fy:4:3: note: cast of %a from f32 to f16 on cuda:0: 32 -> 16 bytes\n"
+            "m.fy:6:3: note: cast of %r from f16 to f32 on cuda:0: 16 -> 32 bytes\n"
+            "  fix: give params and inputs the dtypes the ops compute in, or raise max_casts\n");
+  // Both limits and a direction at once: all three reported in one run.
+  EXPECT_EQ(budgetDiagnostics(g, {.d2h = BudgetAction::Error, .maxTransferBytes = 0, .maxCasts = 0})
+                .size(),
+            3u);
+}
+
+TEST(Budget, ACastFoldedAtCompileTimeIsFree) {
+  // The weight's cast folds in simplify: nothing is left for max_casts=0 to count.
+  Graph g = placed(R"(graph m {
+  input %x : f16[2,4] @cpu
+  param %w : f32[3,4] @cpu = randn(seed=1)
+  %c @cpu = cast(%w, to=f16)
+  %y @cpu = linear(%x, %c)
+  output %y
+})");
+  CompileOptions o;
+  o.budgets.maxCasts = 0;
+  DiagnosticEngine diags;
+  CompileStats stats;
+  PassContext ctx{o, diags, stats};
+  EXPECT_EQ(budgetDiagnostics(g, o.budgets).size(), 1u);
+  simplify(g, ctx);
+  checkBudgets(g, ctx);
+  EXPECT_FALSE(diags.hasErrors()) << text(diags.diagnostics());
+  EXPECT_EQ(stats.castsFolded, 1);
+}
+
+}  // namespace
+}  // namespace ferry

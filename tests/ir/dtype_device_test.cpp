@@ -60,6 +60,23 @@ TEST(DType, PromotionIsCommutativeAndIdempotent) {
   }
 }
 
+// torch.result_type's zero-dim rule (the full tables are in tests/passes/promotion_test.cpp).
+TEST(DType, ResultTypeLetsZeroDimOperandsInOnlyFromAHigherCategory) {
+  using enum DType;
+  auto resultType = [](std::initializer_list<std::pair<DType, bool>> operands) {
+    ResultType r;
+    for (auto [t, zeroDim] : operands) r.add(t, zeroDim);
+    return r.get();
+  };
+  EXPECT_EQ(resultType({{F16, false}, {F32, false}}), F32);
+  EXPECT_EQ(resultType({{F16, false}, {F64, true}}), F16);
+  EXPECT_EQ(resultType({{U8, false}, {I64, true}}), U8);
+  EXPECT_EQ(resultType({{I32, false}, {F64, true}}), F64);
+  EXPECT_EQ(resultType({{Bool, false}, {I8, true}}), I8);
+  EXPECT_EQ(resultType({{F16, true}, {BF16, true}}), F32);
+  EXPECT_TRUE(ResultType().empty());
+}
+
 TEST(Device, ParsesAndPrintsCanonically) {
   struct Case {
     const char *in;

@@ -63,6 +63,8 @@ void checkDirections(const Graph &g, PassContext &ctx) {
     const Node &n = g.node(id);
     if (n.op != OpKind::Transfer) continue;
     const ValueId x = n.operands[0];
+    FERRY_CHECK(g.value(x).device && g.value(n.result).device)
+        << "budget on an unplaced transfer %" << g.value(n.result).name;
     const Device from = *g.value(x).device, to = *g.value(n.result).device;
     const Direction d = direction(from, to, ctx.options.budgets);
     if (d.action == BudgetAction::Allow) continue;
@@ -129,8 +131,9 @@ void checkTotals(const Graph &g, PassContext &ctx) {
       const ValueId x = n.operands[0];
       d.note("cast of " + ref(g, x) + " from " + std::string(dtypeName(g.value(x).type.dtype)) +
                  " to " + std::string(dtypeName(g.value(n.result).type.dtype)) + " on " +
-                 g.value(n.result).device->str() + ": " + std::to_string(bytesOf(g, x)) + " -> " +
-                 std::to_string(bytesOf(g, n.result)) + " bytes",
+                 g.value(n.result).device.value_or(Device::cpu()).str() + ": " +
+                 std::to_string(bytesOf(g, x)) + " -> " + std::to_string(bytesOf(g, n.result)) +
+                 " bytes",
              n.loc);
     }
     d.fix("give params and inputs the dtypes the ops compute in, or raise max_casts");

@@ -25,9 +25,9 @@ std::string step(const Graph &g, ValueId v, ValueId &next, bool text) {
   const Value &val = g.value(v);
   const Reason &r = val.deviceReason;
   bool hasFrom = r.from >= 0 && static_cast<size_t>(r.from) < g.valueCount();
-  bool follows = hasFrom && (r.kind == Reason::Kind::Inherited ||
-                             r.kind == Reason::Kind::FromConsumer ||
-                             r.kind == Reason::Kind::CostModel);
+  bool follows =
+      hasFrom && (r.kind == Reason::Kind::Inherited || r.kind == Reason::Kind::FromConsumer ||
+                  r.kind == Reason::Kind::CostModel);
   next = follows ? r.from : -1;
   if (!text) return {};
   switch (r.kind) {
@@ -90,8 +90,7 @@ std::string explainDevice(const Graph &g, ValueId v) {
   std::string s;
   for (size_t i = 0; i < chain.size(); ++i) {
     if (chain.size() > kHead + kTail + 1 && i == kHead) {
-      s += " <- ... (" + std::to_string(chain.size() - kHead - kTail) + (cut ? "+" : "") +
-           " more)";
+      s += " <- ... (" + std::to_string(chain.size() - kHead - kTail) + (cut ? "+" : "") + " more)";
       i = chain.size() - kTail - 1;
       continue;
     }

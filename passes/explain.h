@@ -1,4 +1,5 @@
-// passes/explain.h — why a value is on its device, as text (diagnostics, `ferry-compile --explain`).
+// passes/explain.h — why a value is on its device, as text (diagnostics, `ferry-compile
+// --explain`).
 #pragma once
 
 #include <string>

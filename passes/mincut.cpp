@@ -120,8 +120,7 @@ void MinCut::markSides(int32_t source, int32_t sink, Ties ties) {
 }
 
 double MinCut::solve(int32_t source, int32_t sink, Ties ties) {
-  FERRY_CHECK(source != sink && source >= 0 && sink >= 0 && source < vertices_ &&
-              sink < vertices_)
+  FERRY_CHECK(source != sink && source >= 0 && sink >= 0 && source < vertices_ && sink < vertices_)
       << "source " << source << ", sink " << sink;
   auto n = static_cast<size_t>(vertices_);
   start_.assign(n + 1, 0);
@@ -129,7 +128,8 @@ double MinCut::solve(int32_t source, int32_t sink, Ties ties) {
   for (size_t v = 0; v < n; ++v) start_[v + 1] += start_[v];
   edges_.resize(edge_.size());
   next_.assign(start_.begin(), start_.end() - 1);
-  for (size_t i = 0; i < edge_.size(); ++i) edges_[next_[edge_[i].from]++] = static_cast<int32_t>(i);
+  for (size_t i = 0; i < edge_.size(); ++i)
+    edges_[next_[edge_[i].from]++] = static_cast<int32_t>(i);
   level_.resize(n);
   double flow = 0;
   while (buildLevels(source, sink)) {

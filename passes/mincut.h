@@ -1,6 +1,7 @@
 // passes/mincut.h — maximum flow and a minimum s-t cut on a directed graph (Dinic's algorithm).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -25,6 +26,8 @@ class MinCut {
 
   /// Forgets all edges and sets the number of vertices, keeping the storage.
   void clear(int32_t vertices);
+  /// Room for this many addEdge() calls without reallocating.
+  void reserve(size_t edges) { edge_.reserve(2 * edges); }
   int32_t addVertex() { return vertices_++; }
   int32_t vertexCount() const { return vertices_; }
   /// A directed edge `from` -> `to`; capacity >= 0 (kInfinity allowed). Parallel edges add up.

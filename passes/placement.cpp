@@ -86,9 +86,9 @@ Label Placer::userLabel(int32_t user) const {
 void Placer::placeTransfer(const Node &n) {
   Label to = pin[n.id];
   place(n.result, to,
-        n.inserted ? Reason{Reason::Kind::Inserted, n.operands[0], n.loc, {}}
-                   : Reason{Reason::Kind::Pinned, -1, n.loc,
-                            "transfer(to=" + devices[to].str() + ")"});
+        n.inserted
+            ? Reason{Reason::Kind::Inserted, n.operands[0], n.loc, {}}
+            : Reason{Reason::Kind::Pinned, -1, n.loc, "transfer(to=" + devices[to].str() + ")"});
 }
 
 void Placer::buildUsers() {
@@ -156,8 +156,8 @@ Label Placer::runnable(NodeId id, Label want, const std::string &why) {
     else
       d.note(cpu == kNone ? "cpu, where it would fall back to, is not among the available devices"
                           : "cpu has no kernel for it either")
-          .fix("place it on a device that has a kernel for '" + std::string(n.info().name) +
-               "' " + dtype);
+          .fix("place it on a device that has a kernel for '" + std::string(n.info().name) + "' " +
+               dtype);
     return want;
   }
   Diagnostic &d = ctx.diags.warning("fallback", n.loc, what + "; it runs on cpu instead");
@@ -201,11 +201,6 @@ char *writeSeconds(char *out, double s) {
   return out;
 }
 
-std::string secondsText(double s) {
-  char buf[kSecondsTextMax];
-  return std::string(buf, writeSeconds(buf, s));
-}
-
 }  // namespace placement
 
 namespace {
@@ -226,7 +221,8 @@ ValueId origin(const Graph &g, ValueId v) {
 void undoInserted(Placer &p) {
   Graph &g = p.graph;
   bool any = false;
-  for (NodeId id : g.order()) any = any || (g.node(id).op == OpKind::Transfer && g.node(id).inserted);
+  for (NodeId id : g.order())
+    any = any || (g.node(id).op == OpKind::Transfer && g.node(id).inserted);
   if (!any) return;
   p.firstRemoved.assign(g.valueCount(), -1);
   std::vector<NodeId> kept;
@@ -260,7 +256,8 @@ void indexPins(Placer &p) {
     Label l = p.labelOf(d);
     if (l < p.available) return l;
     p.ctx.diags
-        .error("device", loc, "device " + d.str() + " is not available; available: " + availableList)
+        .error("device", loc,
+               "device " + d.str() + " is not available; available: " + availableList)
         .fix("compile with --devices " + devicesFlag + "," + d.str() + " or " + orElse);
     return l;
   };
@@ -274,9 +271,10 @@ void indexPins(Placer &p) {
       Device to = attrDevice(n.info(), n.attrs, "to");
       p.pin[id] = check(to, n.loc, "transfer to an available device");
       if (n.pinDevice && *n.pinDevice != to)
-        p.ctx.diags.error("device", n.loc,
-                          p.nodeRef(n) + " is pinned to " + n.pinDevice->str() +
-                              " but transfers to " + to.str())
+        p.ctx.diags
+            .error("device", n.loc,
+                   p.nodeRef(n) + " is pinned to " + n.pinDevice->str() + " but transfers to " +
+                       to.str())
             .fix("remove the pin: a transfer's result is on its 'to' device");
     } else if (n.pinDevice) {
       p.pin[id] = check(*n.pinDevice, n.loc, "remove the pin");
@@ -296,7 +294,8 @@ void seed(Placer &p) {
 }
 
 std::string deviceSuffix(Device d) {
-  return (d.isHost() ? "cpu" : "cuda") + (d.isHost() && d.index == 0 ? "" : std::to_string(d.index));
+  return (d.isHost() ? "cpu" : "cuda") +
+         (d.isHost() && d.index == 0 ? "" : std::to_string(d.index));
 }
 
 // 4. insert: one transfer per (value, destination), consumers rewired.
@@ -386,8 +385,8 @@ void insertTransfers(Placer &p) {
   std::vector<Slot> slots;
   for (size_t c = existing; c < copies.size(); ++c) {
     const Value &of = g.value(g.node(copies[c].node).operands[0]);
-    int64_t key = of.kind == ValueKind::Result ? position[of.def]
-                                               : int64_t{of.id} - int64_t{INT32_MAX} - 1;
+    int64_t key =
+        of.kind == ValueKind::Result ? position[of.def] : int64_t{of.id} - int64_t{INT32_MAX} - 1;
     slots.push_back({key, c});
   }
   std::stable_sort(slots.begin(), slots.end(),

@@ -79,8 +79,9 @@ class AutoPlacer {
       if (n.op == OpKind::Transfer) {
         p_.placeTransfer(n);
       } else if (p_.pin[id] != kNone) {
-        if (p_.runnable(id, p_.pin[id], "pinned" + at(n.loc)) == p_.pin[id])
-          p_.place(n.result, p_.pin[id], Reason{Kind::Pinned, -1, n.loc, {}});
+        Label l = p_.pin[id];
+        if (l < k_ && !p_.supports(n, l)) l = p_.runnable(id, l, "pinned" + at(n.loc));
+        if (l == p_.pin[id]) p_.place(n.result, l, Reason{Kind::Pinned, -1, n.loc, {}});
       } else {
         free_.push_back(n.result);
         costRow_[n.result] = static_cast<int32_t>(cost_.size() / k_);
@@ -89,8 +90,10 @@ class AutoPlacer {
         for (size_t l = 0; l < k_; ++l) {
           double seconds = kInf;
           if (p_.supports(n, static_cast<Label>(l))) {
-            if (!costed && !p_.isSource(n)) c = opCostOf(n, types), costed = true;
-            seconds = p_.isSource(n) ? 0 : p_.options.cost.computeSeconds(p_.devices[l], c);
+            // With one device there is nothing to compare: only whether it has a kernel.
+            bool free = p_.isSource(n) || k_ == 1;
+            if (!costed && !free) c = opCostOf(n, types), costed = true;
+            seconds = free ? 0 : p_.options.cost.computeSeconds(p_.devices[l], c);
           }
           cost_.push_back(seconds);
           any = any || seconds < kInf;
@@ -98,10 +101,11 @@ class AutoPlacer {
         if (!any) {
           std::vector<Label> all(k_);
           for (size_t l = 0; l < k_; ++l) all[l] = static_cast<Label>(l);
-          p_.ctx.diags.error("device", n.loc,
-                             p_.nodeRef(n) + " has no kernel for " +
-                                 std::string(dtypeName(p_.computeDType(n))) +
-                                 " on any available device (" + p_.devicesText(all) + ")")
+          p_.ctx.diags
+              .error("device", n.loc,
+                     p_.nodeRef(n) + " has no kernel for " +
+                         std::string(dtypeName(p_.computeDType(n))) + " on any available device (" +
+                         p_.devicesText(all) + ")")
               .fix("compile with a device that has a kernel for it");
           ok = false;
         }
@@ -133,7 +137,9 @@ class AutoPlacer {
   }
 
   // A free value's own cost on `l`: compute for nodes, nothing for params.
-  double own(ValueId v, Label l) const { return costRow_[v] >= 0 ? cost_[costRow_[v] * k_ + l] : 0; }
+  double own(ValueId v, Label l) const {
+    return costRow_[v] >= 0 ? cost_[costRow_[v] * k_ + l] : 0;
+  }
 
   double transfer(ValueId v, Label from, Label to) const {
     return p_.options.cost.transferSeconds(p_.devices[from], p_.devices[to], bytes_[v]);
@@ -249,6 +255,7 @@ class AutoPlacer {
       if (p_.label[v] != alpha && own(v, alpha) < kInf) vertex_[v] = count++;
     if (count == 2) return false;
     cut_.clear(count);
+    cut_.reserve(static_cast<size_t>(count) + 2 * used_.size());
     unary_.assign(2 * static_cast<size_t>(count), 0);
     stayers_.resize(p_.devices.size());
     fixedOn_.assign(p_.devices.size(), 0);

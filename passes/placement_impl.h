@@ -77,7 +77,7 @@ class Placer {
   /// Places a transfer's result on its `to` (Reason Inserted for the compiler's own, else Pinned).
   void placeTransfer(const Node &n);
 
-  std::string nodeRef(const Node &n) const;  ///< "'linear' (%h)"
+  std::string nodeRef(const Node &n) const;                      ///< "'linear' (%h)"
   std::string devicesText(std::span<const Label> labels) const;  ///< "cpu, cuda:0 and cuda:1"
   bool anyFallback = false;
 };
@@ -89,9 +89,8 @@ void placeStrict(Placer &p);
 /// model's estimate (a minimum cut for two devices, expansion moves for more).
 void placeAuto(Placer &p);
 
-/// Formats seconds for reasons and messages: "35 µs", "1.2 ms", "980 ns" ("n/a": infinite).
-std::string secondsText(double seconds);
-/// The same into `out` (at least kSecondsTextMax bytes); returns the end.
+/// Writes seconds for reasons as "35 µs", "1.2 ms", "980 ns" ("n/a": infinite) into `out` (at
+/// least kSecondsTextMax bytes); returns the end.
 char *writeSeconds(char *out, double seconds);
 inline constexpr size_t kSecondsTextMax = 40;
 

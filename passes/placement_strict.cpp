@@ -7,7 +7,8 @@
 //                A node with no decided operand (only unpinned params and constants) waits.
 //   2. backward  in reverse order: each value still undecided takes the device of its first
 //                consumer (an output pin counts as a consumer after every node); a value nothing
-//                decides goes to options.target. Transfers take any operand, so they decide nothing.
+//                decides goes to options.target. Transfers take any operand, so they decide
+//                nothing.
 //   3. check     each node 1 found an undecided or disagreeing operand of, and whose operands
 //                are not all on its device: one error naming the op, every operand with its type,
 //                device and reason chain, and a fix. (A node about to fall back to cpu may also
@@ -108,6 +109,8 @@ void forward(Placer &p, Strict &s) {
     } else if (from < 0) {
       s.open[n.result] = 1;
       s.openList.push_back(n.result);
+      // Its operands follow their own first users, which need not be this node.
+      if (!n.operands.empty()) s.suspects.push_back(id);
     } else {
       if (!agree) from = strongest(p, n, strength);
       p.place(n.result, p.label[from], Kind::Inherited, from);
@@ -160,13 +163,13 @@ void reportConflict(Placer &p, const Node &n) {
   std::string message;
   if (seen.size() == 1)
     message = p.nodeRef(n) + (pinned ? " is pinned to " : " is on ") + p.devices[at].str() +
-              " but its operand" +
-              (n.operands.size() == 1 ? " is" : "s are") + " on " + p.devices[seen[0]].str();
+              " but its operand" + (n.operands.size() == 1 ? " is" : "s are") + " on " +
+              p.devices[seen[0]].str();
   else
     message = "operands of " + p.nodeRef(n) + " are on different devices: " + p.devicesText(seen);
   Diagnostic &d = p.ctx.diags.error("device", n.loc, message);
-  if (pinned && seen.size() > 1) d.note("%" + g.value(n.result).name + " is pinned to " +
-                                        p.devices[at].str());
+  if (pinned && seen.size() > 1)
+    d.note("%" + g.value(n.result).name + " is pinned to " + p.devices[at].str());
 
   // One line per operand, in columns: operand, value, type, device, reason chain.
   const OpInfo &op = n.info();
@@ -174,8 +177,8 @@ void reportConflict(Placer &p, const Node &n) {
   std::array<size_t, 4> width{};
   for (size_t i = 0; i < n.operands.size(); ++i) {
     const Value &v = g.value(n.operands[i]);
-    rows.push_back({"operand " + std::to_string(i) + " (" + op.operand(i).name + ")",
-                    "%" + v.name, v.type.str(), "@" + p.devices[p.label[v.id]].str()});
+    rows.push_back({"operand " + std::to_string(i) + " (" + op.operand(i).name + ")", "%" + v.name,
+                    v.type.str(), "@" + p.devices[p.label[v.id]].str()});
     for (size_t c = 0; c < 4; ++c) width[c] = std::max(width[c], rows.back()[c].size());
   }
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -231,8 +234,8 @@ void settleSources(Placer &p, const std::vector<uint8_t> &open) {
 
 void placeStrict(Placer &p) {
   Graph &g = p.graph;
-  Strict s{std::vector<uint8_t>(g.valueCount(), 0), {}, std::vector<int32_t>(g.valueCount(), -1),
-           {}};
+  Strict s{
+      std::vector<uint8_t>(g.valueCount(), 0), {}, std::vector<int32_t>(g.valueCount(), -1), {}};
   forward(p, s);
   backward(p, s);
   for (NodeId id : s.suspects) {

@@ -28,17 +28,19 @@
 //                 transfer(p folded here to a wider dtype, B) -> cast(transfer(p, B)) (unfolded).
 //                 Only where the bypassed node has no other reader (a rewrite never adds a
 //                 transfer or a cast), the moved cast has no user pin elsewhere and the device has
-//                 a cast kernel. The new cast's device reason says why ("2 bytes/elem instead of
-//                 4").
+//                 a cast kernel. The first two swap the roles of the two nodes in place (the
+//                 downstream value keeps its name); the moved cast's device reason says why
+//                 ("2 bytes/elem instead of 4").
 //   4. merge      identical pure nodes (all ops are pure): the first in order is kept.
 //   5. dead code  reference counts: a node dies when nothing reads its result; a replaced node
 //                 dies at once. Params nothing reads are dropped at the end.
 // Rules look only backwards (operands and their producers, final when visited in order), except
 // the single-reader conditions of 2-3, which a later merge or death can make true: when a value a
-// rule was declined for is left with one reader, another sweep runs. Every rule lowers the bytes
-// moved or the number of nodes, so this reaches a fixed point, and a second run of the pass
-// changes nothing (idempotent). Time is linear in the graph: counts per value, an open-addressing
-// table for CSE (looked up, never iterated), no node made for a cast that folds at once.
+// rule was declined for is left with one reader, another sweep runs. Every rule removes nodes,
+// lowers the bytes moved or makes a node read an earlier value, so this reaches a fixed point, and
+// a second run of the pass changes nothing (idempotent). Time is linear in the graph: counts per
+// value, an open-addressing table for CSE (looked up, never iterated), no node made for a cast that
+// folds at once.
 //
 // Outputs keep their names (apps read outputs by name): a replacement value takes the replaced
 // output's name when it is an internal result or a param made here, else an `identity` node
@@ -474,21 +476,19 @@ class Simplifier {
   }
 
   void visit(NodeId id) {
-    {
+    for (;;) {
       Node &n = g_.node(id);
       for (size_t i = 0; i < n.operands.size(); ++i) {
         ValueId r = resolve(n.operands[i]);
         if (r != n.operands[i]) g_.setOperand(id, i, r);  // counts moved at replace()
       }
-    }
-    for (;;) {
       Outcome o = rules(id);
       if (o == Outcome::Replaced) return;
       if (o == Outcome::None) break;
     }
     NodeId *twin = cse_.findOrInsert(id);
-    if (!twin) return;
-    if (dead_[*twin]) {  // died after it was recorded: this node takes its place
+    if (!twin || *twin == id) return;  // itself: recorded before swapKinds changed it
+    if (dead_[*twin]) {                // died after it was recorded: this node takes its place
       *twin = id;
       return;
     }
@@ -529,6 +529,11 @@ class Simplifier {
       return Outcome::Replaced;
     }
     if (vx.kind == ValueKind::Param) {  // 1: fold
+      // The dtype pass names its cast of %w `w.f16`, the name the folded param wants; the cast
+      // goes, so the param takes it.
+      const std::string name = vx.name + "." + std::string(dtypeName(to));
+      if (g_.value(result).name == name && outputs_[result] == 0)
+        g_.rename(result, g_.uniqueName(name + ".folded"));
       ValueId folded = foldParam(x, to, n.loc, g_.value(result).dtypeReason);
       replace(result, folded);
       return Outcome::Replaced;
@@ -563,18 +568,37 @@ class Simplifier {
     }
     if (dtypeSize(to) < dtypeSize(from) && castAllowedOn(n, a)) {
       if (uses_[x] > 1) return declined(x);
-      Reason deviceWhy{Reason::Kind::Inserted, x1, n.loc,
-                       "cast moved before the transfer to " + b.str() + ": " + bytesPerElem(to) +
-                           "/elem instead of " + std::to_string(dtypeSize(from))};
-      const Location castLoc = n.loc, transferLoc = p->loc;
-      const Reason transferWhy = vx.deviceReason, castDType = g_.value(n.result).dtypeReason;
-      ValueId c = make(OpKind::Cast, x1, to, castLoc, deviceWhy, castDType);
-      ValueId t = make(OpKind::Transfer, c, b, transferLoc, transferWhy,
-                       {Reason::Kind::Inherited, c, {}, ""});
-      replace(g_.node(id).result, t);
-      return Outcome::Replaced;
+      // In place: the transfer node becomes the cast on A, this node the transfer of its result.
+      const Reason transferWhy = vx.deviceReason, castDType = g_.value(result).dtypeReason;
+      swapKinds(p->id, id);
+      Value &moved = g_.value(x);
+      moved.type.dtype = to;
+      moved.device = a;
+      moved.deviceReason = {Reason::Kind::Inserted, x1, g_.node(p->id).loc,
+                            "cast moved before the transfer to " + b.str() + ": " +
+                                bytesPerElem(to) + "/elem instead of " +
+                                std::to_string(dtypeSize(from))};
+      moved.dtypeReason = castDType;
+      g_.rename(x, g_.uniqueName(g_.value(x1).name + "." + std::string(dtypeName(to))));
+      Value &r = g_.value(result);
+      r.deviceReason = transferWhy;
+      r.dtypeReason = {Reason::Kind::Inherited, x, {}, ""};
+      visit(p->id);  // the cast may fold (a param) or merge
+      return Outcome::Changed;
     }
     return Outcome::None;
+  }
+
+  // Swaps what two nodes do (op, attributes, pins, location, inserted mark); operands and
+  // results stay, so `outer` still reads `inner`'s result.
+  void swapKinds(NodeId inner, NodeId outer) {
+    Node &a = g_.node(inner), &b = g_.node(outer);
+    std::swap(a.op, b.op);
+    std::swap(a.attrs, b.attrs);
+    std::swap(a.pinDevice, b.pinDevice);
+    std::swap(a.pinDType, b.pinDType);
+    std::swap(a.loc, b.loc);
+    std::swap(a.inserted, b.inserted);
   }
 
   Outcome transferRules(NodeId id) {
@@ -605,16 +629,24 @@ class Simplifier {
     const DType s = g_.value(x0).type.dtype, t = vx.type.dtype;
     if (dtypeSize(t) <= dtypeSize(s) || !castAllowedOn(*p, to)) return Outcome::None;
     if (uses_[x] > 1) return declined(x);
-    const Location castLoc = p->loc;
-    const Reason castDType = vx.dtypeReason;
-    ValueId moved = make(OpKind::Transfer, x0, to, n.loc, g_.value(n.result).deviceReason,
-                         {Reason::Kind::Inherited, x0, {}, ""});
-    Reason deviceWhy{Reason::Kind::Inserted, moved, castLoc,
-                     "cast moved after the transfer to " + to.str() + ": " + bytesPerElem(s) +
-                         "/elem instead of " + std::to_string(dtypeSize(t))};
-    ValueId c = make(OpKind::Cast, moved, t, castLoc, deviceWhy, castDType);
-    replace(g_.node(id).result, c);
-    return Outcome::Replaced;
+    // In place: the cast node becomes the transfer of x0, this node the cast of its result.
+    const Reason transferWhy = g_.value(n.result).deviceReason, castDType = vx.dtypeReason;
+    const ValueId result = n.result;
+    const NodeId inner = p->id;
+    swapKinds(inner, id);
+    Value &moved = g_.value(x);
+    moved.type.dtype = s;
+    moved.device = to;
+    moved.deviceReason = transferWhy;
+    moved.dtypeReason = {Reason::Kind::Inherited, x0, {}, ""};
+    g_.rename(x, g_.uniqueName(g_.value(x0).name + "." + deviceSuffix(to)));
+    Value &r = g_.value(result);
+    r.deviceReason = {Reason::Kind::Inserted, x, g_.node(id).loc,
+                      "cast moved after the transfer to " + to.str() + ": " + bytesPerElem(s) +
+                          "/elem instead of " + std::to_string(dtypeSize(t))};
+    r.dtypeReason = castDType;
+    visit(inner);  // the transfer may merge with one already there
+    return Outcome::Changed;
   }
 
   // transfer(p', to) where p' is p folded to a wider dtype: send p and cast on arrival, so each

@@ -122,6 +122,40 @@ TEST(Budget, EveryDirectionIsClassifiedAndEveryOffenderReportedInOneRun) {
             "  fix: pin %s to cuda:0, or allow d2h transfers\n");
 }
 
+// Through compile(): the output is computed on the device and wanted on the host (line 4).
+TEST(BudgetEndToEnd, D2hErrorRejectsTheModelD2hWarnCompilesItWithAWarning) {
+  const char *model = R"(graph m {
+  input %x : f32[32,256] @cuda:0
+  %y = relu(%x)
+  output %y @cpu
+})";
+  Expected<Graph> g = parseGraph(model, "m.fy");
+  ASSERT_TRUE(g.ok());
+  CompileOptions o;
+  o.devices = {Device::cpu(), Device::cuda(0)};
+  o.budgets.d2h = BudgetAction::Error;
+  CompileResult rejected = compile(*g, o);
+  EXPECT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.lastPass, "budget");
+  ASSERT_EQ(rejected.diagnostics.size(), 1u) << text(rejected.diagnostics);
+  const Diagnostic &d = rejected.diagnostics[0];
+  EXPECT_EQ(d.code, "budget");
+  EXPECT_EQ(d.loc.line, 4);  // where the copy is needed: the pinned output
+  EXPECT_EQ(d.message.rfind("device-to-host transfer of %y from cuda:0 to cpu: 32768 bytes per "
+                            "run (f32[32,256]), budget d2h=error",
+                            0),
+            0u)
+      << d.message;
+
+  o.budgets.d2h = BudgetAction::Warn;
+  CompileResult warned = compile(*g, o);
+  EXPECT_TRUE(warned.ok()) << text(warned.diagnostics);
+  ASSERT_EQ(warned.diagnostics.size(), 1u);
+  EXPECT_EQ(warned.diagnostics[0].severity, Severity::Warning);
+  EXPECT_EQ(warned.diagnostics[0].code, "budget");
+  EXPECT_EQ(warned.stats.d2hBytes, 32768);
+}
+
 const char *kTwoTransfersTwoCasts = R"(graph m {
   input %x : f32[8] @cpu
   %a @cuda:0 = transfer(%x, to=cuda:0)

@@ -146,16 +146,24 @@ INSTANTIATE_TEST_SUITE_P(Devices, Accelerator, ::testing::Values(Device::cuda(0)
 
 TEST_P(Accelerator, Story1StrictNamesBothDevicesAndBothOrigins) {
   const std::string acc = GetParam().str();
-  CompileResult r = place(replaceAll(kStory1, "ACC", acc), options(kStrict, {Device::cpu(), GetParam()}));
+  CompileResult r =
+      place(replaceAll(kStory1, "ACC", acc), options(kStrict, {Device::cpu(), GetParam()}));
   EXPECT_EQ(count(r, Severity::Error), 1);
   const std::string pad(acc.size() - 3, ' ');  // the device column is as wide as its longest entry
   EXPECT_EQ(text(r),
             "t.fy:5:3: error: operands of 'linear' (%h) are on different devices: cpu and " + acc +
                 " [device]\n"
-                "  operand 0 (x)      %x  f32[32,784]  @cpu" + pad + "  input 'x', declared at t.fy:2:9\n"
-                "  operand 1 (weight) %w1 f32[256,784] @" + acc + "  param 'w1', pinned at t.fy:3:9\n"
-                "  operand 2 (bias)   %b1 f32[256]     @" + acc + "  param 'b1', pinned at t.fy:4:9\n"
-                "  fix: move %x to " + acc + " with transfer(%x, to=" + acc +
+                "  operand 0 (x)      %x  f32[32,784]  @cpu" +
+                pad +
+                "  input 'x', declared at t.fy:2:9\n"
+                "  operand 1 (weight) %w1 f32[256,784] @" +
+                acc +
+                "  param 'w1', pinned at t.fy:3:9\n"
+                "  operand 2 (bias)   %b1 f32[256]     @" +
+                acc +
+                "  param 'b1', pinned at t.fy:4:9\n"
+                "  fix: move %x to " +
+                acc + " with transfer(%x, to=" + acc +
                 "), or compile with placement=auto to insert the transfer\n");
   // The node takes the side the user pinned, so its users are judged on their own: no cascade.
   EXPECT_EQ(deviceOf(r.graph, "h"), acc);
@@ -166,7 +174,8 @@ TEST_P(Accelerator, Story1StrictNamesBothDevicesAndBothOrigins) {
 TEST_P(Accelerator, Story1AutoMovesTheInputOnce) {
   const std::string acc = GetParam().str();
   const std::string suffix = GetParam().isHost() ? "cpu1" : "cuda0";
-  CompileResult r = place(replaceAll(kStory1, "ACC", acc), options(kAuto, {Device::cpu(), GetParam()}));
+  CompileResult r =
+      place(replaceAll(kStory1, "ACC", acc), options(kAuto, {Device::cpu(), GetParam()}));
   ASSERT_TRUE(r.ok()) << text(r);
   EXPECT_EQ(r.diagnostics.size(), 0u);
   EXPECT_EQ(transfers(r.graph), "%x -> " + acc + " as %x." + suffix);
@@ -323,8 +332,8 @@ TEST_P(TwoAccelerators, Story5StrictRejects) {
   auto [a, b] = GetParam();
   CompileResult r = place(story5(a, b), options(kStrict, {Device::cpu(), a, b}));
   EXPECT_EQ(count(r, Severity::Error), 1);
-  EXPECT_EQ(r.diagnostics.at(0).message, "operands of 'add' (%c) are on different devices: " +
-                                             a.str() + " and " + b.str());
+  EXPECT_EQ(r.diagnostics.at(0).message,
+            "operands of 'add' (%c) are on different devices: " + a.str() + " and " + b.str());
   EXPECT_EQ(r.diagnostics.at(0).fixes.at(0),
             "move %b to " + a.str() + " with transfer(%b, to=" + a.str() +
                 "), or compile with placement=auto to insert the transfer");
@@ -385,6 +394,29 @@ TEST(Story6, StrictReportsEveryConflictOnce) {
   EXPECT_EQ(deviceOf(r.graph, "r"), "cuda:0");
 }
 
+TEST(Story6, AParamWantedOnTwoDevicesThroughUndecidedNodes) {
+  // %p follows its first user %e to cpu:1; %r and %y have only %p to go by and nothing after
+  // them, so they go to the target: %r then reads %p across devices.
+  const char *src = R"(graph g {
+  input %a : f32[4] @cpu:1
+  param %p : f32[4] = ones
+  %e = add(%p, %a)
+  %r = rsqrt(%p)
+  %y = neg(%r)
+  output %e, %y
+}
+)";
+  CompileResult r = place(src, options(kStrict, {Device::cpu(), Device::cpu(1)}));
+  ASSERT_EQ(count(r, Severity::Error), 1) << text(r);
+  EXPECT_EQ(r.diagnostics[0].loc.str(), "t.fy:5:3");
+  EXPECT_EQ(r.diagnostics[0].message, "'rsqrt' (%r) is on cpu but its operand is on cpu:1");
+  EXPECT_EQ(r.diagnostics[0].notes.at(0).message,
+            "operand 0 (x) %p f32[4] @cpu:1  from its consumer %e (t.fy:4:3) <- inherited from %a "
+            "(t.fy:2:9) <- input 'a', declared at t.fy:2:9");
+  CompileResult a = place(src, options(kAuto, {Device::cpu(), Device::cpu(1)}));
+  EXPECT_TRUE(a.ok()) << text(a);
+}
+
 TEST(Story6, AutoCompiles) {
   CompileResult r = place(kStory6, options(kAuto));
   ASSERT_TRUE(r.ok()) << text(r);
@@ -434,7 +466,8 @@ TEST(Story7, StrictFallsBackToTheCpuWithAWarning) {
 }
 
 TEST(Story7, AKernelMissingForAnotherDTypeIsNoFallback) {
-  CompileResult r = place(replaceAll(kStory7, " PIN", ""), noCudaSoftmax(kStrict, true, DType::F16));
+  CompileResult r =
+      place(replaceAll(kStory7, " PIN", ""), noCudaSoftmax(kStrict, true, DType::F16));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.diagnostics.size(), 0u);
   EXPECT_EQ(deviceOf(r.graph, "s"), "cuda:0");
@@ -460,7 +493,8 @@ TEST(Story7, NowhereToFallBackTo) {
   CompileResult r = place(replaceAll(kStory7, " PIN", ""), o);
   ASSERT_EQ(count(r, Severity::Error), 1) << text(r);
   EXPECT_NE(text(r).find("cpu, where it would fall back to, is not among the available devices"),
-            std::string::npos) << text(r);
+            std::string::npos)
+      << text(r);
 }
 
 TEST(Story7, AutoAvoidsTheDeviceAndWarnsOnlyForAPin) {
@@ -563,6 +597,89 @@ TEST(Unavailable, EveryPinAndInputOnAMissingDeviceIsAnError) {
   }
 }
 
+// ---- transfers the user wrote; reason chains
+// ------------------------------------------------------
+
+TEST(UserTransfer, IsAnExplicitMoveAndIsReused) {
+  const char *src = R"(graph g {
+  input %x : f32[256,256]
+  param %w : f32[256,256] @cuda:0 = zeros
+  %t = transfer(%x, to=cuda:0)
+  %y = matmul(%t, %w)
+  %u @cuda:0 = relu(%x)
+  %z = add(%x, %x)
+  output %y, %u, %z
+}
+)";
+  CompileResult strict = place(src, options(kStrict));
+  ASSERT_EQ(count(strict, Severity::Error), 1) << text(strict);  // %u reads %x on cpu
+  EXPECT_EQ(strict.diagnostics[0].message,
+            "'relu' (%u) is pinned to cuda:0 but its operand is on cpu");
+  EXPECT_EQ(explainDevice(strict.graph, id(strict.graph, "t")), "transfer(to=cuda:0) at t.fy:4:3");
+  EXPECT_EQ(explainDevice(strict.graph, id(strict.graph, "y")),
+            "inherited from %t (t.fy:4:3) <- transfer(to=cuda:0) at t.fy:4:3");
+
+  CompileResult r = place(src, options(kAuto));
+  ASSERT_TRUE(r.ok()) << text(r);
+  EXPECT_EQ(transfers(r.graph), "");  // %u reads the user's copy: one per (value, device)
+  EXPECT_EQ(r.graph.producer(id(r.graph, "u"))->operands[0], id(r.graph, "t"));
+  // %x is on cuda:0 anyway: %z computes there too, from the same copy.
+  EXPECT_EQ(deviceOf(r.graph, "z"), "cuda:0");
+  EXPECT_EQ(r.graph.producer(id(r.graph, "z"))->operands[1], id(r.graph, "t"));
+}
+
+TEST(UserTransfer, APinThatContradictsItIsAnError) {
+  CompileResult r = place(R"(graph g {
+  input %x : f32[4]
+  %t @cpu = transfer(%x, to=cuda:0)
+  output %t
+}
+)",
+                          options(kStrict));
+  ASSERT_EQ(count(r, Severity::Error), 1) << text(r);
+  EXPECT_EQ(r.diagnostics[0].message, "'transfer' (%t) is pinned to cpu but transfers to cuda:0");
+}
+
+TEST(Explain, LongChainsKeepTheirEnds) {
+  std::string src = "graph g {\n  input %x : f32[4] @cuda:0\n";
+  std::string prev = "x";
+  for (int i = 0; i < 20; ++i) {
+    src += "  %r" + std::to_string(i) + " = relu(%" + prev + ")\n";
+    prev = "r" + std::to_string(i);
+  }
+  src += "  output %" + prev + "\n}\n";
+  CompileResult r = place(src, options(kStrict));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(
+      explainDevice(r.graph, id(r.graph, "r19")),
+      "inherited from %r18 (t.fy:21:3) <- inherited from %r17 (t.fy:20:3) <- inherited from "
+      "%r16 (t.fy:19:3) <- inherited from %r15 (t.fy:18:3) <- ... (14 more) <- inherited "
+      "from %r0 (t.fy:3:3) <- inherited from %x (t.fy:2:9) <- input 'x', declared at t.fy:2:9");
+  EXPECT_EQ(explainDevice(r.graph, id(r.graph, "x")), "input 'x', declared at t.fy:2:9");
+  Graph unplaced = parse(src);
+  EXPECT_EQ(explainDevice(unplaced, id(unplaced, "r3")), "not placed");
+}
+
+TEST(Explain, UnconstrainedValuesGoToTheTarget) {
+  CompileOptions o = options(kStrict);
+  o.target = Device::cuda(0);
+  CompileResult r = place(R"(graph g {
+  param %unused : f32[2] = zeros
+  %c = constant(value=f32[2]{1, 2})
+  %y = neg(%c)
+  output %y
+}
+)",
+                          o);
+  ASSERT_TRUE(r.ok()) << text(r);
+  EXPECT_EQ(deviceOf(r.graph, "y"), "cuda:0");
+  EXPECT_EQ(explainDevice(r.graph, id(r.graph, "y")),
+            "nothing constrains it: default target cuda:0");
+  EXPECT_EQ(explainDevice(r.graph, id(r.graph, "c")),
+            "from its consumer %y (t.fy:4:3) <- nothing constrains it: default target cuda:0");
+  EXPECT_EQ(deviceOf(r.graph, "unused"), "cuda:0");
+}
+
 // ---- the linear chain --------------------------------------------------------------------------
 
 TEST(Chain, AutoMovesTheInputOnceThroughManyLayers) {
@@ -587,7 +704,8 @@ TEST(Chain, AutoMovesTheInputOnceThroughManyLayers) {
   EXPECT_EQ(count(strict, Severity::Error), 1) << text(strict);  // only the first layer
 }
 
-// ---- determinism, idempotence through the text format --------------------------------------------
+// ---- determinism, idempotence through the text format
+// --------------------------------------------
 
 TEST(Determinism, SameGraphSameResult) {
   for (auto policy : {kStrict, kAuto}) {
@@ -617,7 +735,8 @@ TEST(Idempotence, APrintedPlacementRecompilesToItself) {
   }
 }
 
-// ---- auto against a brute-force optimum on random graphs -----------------------------------------
+// ---- auto against a brute-force optimum on random graphs
+// -----------------------------------------
 
 uint64_t splitmix(uint64_t &state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -658,10 +777,11 @@ RandomCase randomCase(uint64_t seed, std::vector<Device> devices, int maxFree) {
   o.target = devices[rng.below(static_cast<int>(devices.size()))];
   for (DeviceSpec *d : {&o.cost.host, &o.cost.cuda})
     *d = {rng.logUniform(10, 13.5), rng.logUniform(9.5, 12.5), rng.logUniform(-7.5, -5)};
-  for (LinkSpec *l : {&o.cost.hostToDevice, &o.cost.deviceToHost, &o.cost.deviceToDevice,
-                      &o.cost.hostToHost})
+  for (LinkSpec *l :
+       {&o.cost.hostToDevice, &o.cost.deviceToHost, &o.cost.deviceToDevice, &o.cost.hostToHost})
     *l = {rng.logUniform(8.5, 11), rng.logUniform(-7, -4.5)};
-  const bool hasCuda = std::any_of(devices.begin(), devices.end(), [](Device d) { return !d.isHost(); });
+  const bool hasCuda =
+      std::any_of(devices.begin(), devices.end(), [](Device d) { return !d.isHost(); });
   if (hasCuda && rng.chance(0.3)) {
     const OpKind ops[] = {OpKind::Relu, OpKind::Exp, OpKind::Add, OpKind::Mul, OpKind::Linear};
     o.capabilities.missing.push_back({DeviceKind::Cuda, ops[rng.below(5)], std::nullopt});
@@ -845,7 +965,8 @@ TEST(AutoOptimum, MoreDevicesAreNeverWorseThanTheTarget) {
     std::vector<Device> start = a.fixed;
     for (ValueId v : a.free) {
       const Node *n = c.graph.producer(v);
-      if (n && !c.options.capabilities.supports(c.options.target, n->op, c.graph.value(v).type.dtype))
+      if (n &&
+          !c.options.capabilities.supports(c.options.target, n->op, c.graph.value(v).type.dtype))
         start[v] = Device::cpu();
     }
     double got = estimate(c.graph, c.options, placedDevices(c.graph, r.graph));
@@ -865,10 +986,11 @@ TEST(AutoOptimum, MoreDevicesAreNeverWorseThanTheTarget) {
 
 TEST(AutoOptimum, AutoIsIdempotentOnRandomGraphs) {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
-    RandomCase c = randomCase(seed * 31, seed % 3 ? std::vector<Device>{Device::cpu(), Device::cuda(0)}
-                                                  : std::vector<Device>{Device::cpu(), Device::cuda(0),
-                                                                        Device::cpu(1)},
-                              12);
+    RandomCase c =
+        randomCase(seed * 31,
+                   seed % 3 ? std::vector<Device>{Device::cpu(), Device::cuda(0)}
+                            : std::vector<Device>{Device::cpu(), Device::cuda(0), Device::cpu(1)},
+                   12);
     CompileResult r = compile(c.graph, c.options);
     if (!r.ok()) continue;
     expectIdempotent(r, c.options);

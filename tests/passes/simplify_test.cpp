@@ -484,6 +484,7 @@ TEST(SimplifyJoint, AValueCastToF16AndSentToTheHostIsCastBeforeTheTransfer) {
   output %y @cpu
 }
 )"));
+  ASSERT_TRUE(g.findValue("a.f16"));
   const Value &cast = g.value(*g.findValue("a.f16"));
   EXPECT_EQ(cast.deviceReason.kind, Reason::Kind::Inserted);
   EXPECT_EQ(cast.deviceReason.detail,
@@ -541,13 +542,14 @@ TEST(SimplifyJoint, AWideningCastMovesAfterTheTransfer) {
   EXPECT_EQ(dump(g), expected(R"(graph g {
   input %x : bf16[16] @cpu
   %x.cuda0 : bf16[16] @cuda:0 = transfer(%x, to=cuda:0)  # inserted
-  %x.cuda0.f32 : f32[16] @cuda:0 = cast(%x.cuda0, to=f32)  # inserted
-  %y : f32[16] @cuda:0 = relu(%x.cuda0.f32)
+  %t : f32[16] @cuda:0 = cast(%x.cuda0, to=f32)  # inserted
+  %y : f32[16] @cuda:0 = relu(%t)
   output %y
 }
 )"));
   EXPECT_EQ(described(g).h2dBytes, 16 * 2);
-  EXPECT_EQ(g.value(*g.findValue("x.cuda0.f32")).deviceReason.detail,
+  ASSERT_TRUE(g.findValue("t"));
+  EXPECT_EQ(g.value(*g.findValue("t")).deviceReason.detail,
             "cast moved after the transfer to cuda:0: 2 bytes/elem instead of 4");
 
   // The f32 value is also read on the host: moving the cast would add one.
@@ -621,8 +623,8 @@ TEST(SimplifyJoint, AWeightSentToTheDeviceIsCastOnTheHostAtCompileTime) {
   EXPECT_EQ(dump(g), expected(R"(graph g {
   input %x : f16[4,8] @cuda:0
   param %w.f16 : f16[16,8] @cpu = randn(seed=3)
-  %w.f16.cuda0 : f16[16,8] @cuda:0 = transfer(%w.f16, to=cuda:0)  # inserted
-  %y : f16[4,16] @cuda:0 = linear(%x, %w.f16.cuda0)
+  %c : f16[16,8] @cuda:0 = transfer(%w.f16, to=cuda:0)  # inserted
+  %y : f16[4,16] @cuda:0 = linear(%x, %c)
   output %y
 }
 )"));
@@ -750,6 +752,113 @@ TEST(SimplifyDeadCode, NodesAndParamsNothingReadsAreRemoved) {
   EXPECT_EQ(s.transfersRemoved, 1);
   EXPECT_EQ(s.castsRemoved, 1);
   EXPECT_EQ(g.params().size(), 1u);
+}
+
+// --- Through compile() -------------------------------------------------------------------------
+
+TEST(SimplifyEndToEnd, UnderAutocastTheActivationIsCastBeforeItsCopyToTheHost) {
+  // The host computes linear in f16 (autocast) on an activation that lives on the device:
+  // placement copies it in f32 and dtype casts it on the host; simplify casts it on the device
+  // and copies half the bytes, and folds the weight's cast.
+  const char *text = R"(graph m {
+  input %x : f32[32,256] @cuda:0
+  param %w : f32[64,256] @cpu = randn(seed=1)
+  %y @cpu = linear(%x, %w)
+  output %y
+})";
+  CompileOptions o;
+  o.devices = {Device::cpu(), Device::cuda(0)};
+  o.placement = PlacementPolicy::Auto;
+  o.dtype = {DTypePolicy::Kind::Autocast, DType::F16};
+  Expected<Graph> g = parseGraph(text, "m.fy");
+  ASSERT_TRUE(g.ok());
+  o.stopAfter = "dtype";
+  CompileResult typed = compile(*g, o);
+  ASSERT_TRUE(typed.ok()) << renderText(typed.diagnostics, {.snippet = false});
+  EXPECT_EQ(typed.stats.d2hBytes, 32 * 256 * 4);
+  o.stopAfter = "";
+  CompileResult r = compile(*g, o);
+  ASSERT_TRUE(r.ok()) << renderText(r.diagnostics, {.snippet = false});
+  EXPECT_EQ(r.stats.transfers, 1);
+  EXPECT_EQ(r.stats.d2hBytes, 32 * 256 * 2);
+  EXPECT_EQ(r.stats.castsFolded, 1);
+  const ParamDecl *w = findParam(r.graph, "w.f16");
+  ASSERT_NE(w, nullptr) << dump(r.graph);
+  EXPECT_EQ(w->init.kind, Initializer::Kind::Randn);
+  EXPECT_EQ(w->data, TensorData::randn(DType::F16, {64, 256}, 1));
+  for (NodeId id : r.graph.order()) {
+    const Node &n = r.graph.node(id);
+    if (n.op == OpKind::Cast && r.graph.value(n.operands[0]).name == "x") {
+      EXPECT_EQ(r.graph.value(n.result).device, Device::cuda(0));
+    }
+  }
+}
+
+// Inputs for a random graph: floats from randn, integers small, bools alternating.
+std::map<std::string, TensorData> inputsFor(const Graph &g, uint64_t seed) {
+  std::map<std::string, TensorData> inputs;
+  for (const InputDecl &in : g.inputs()) {
+    const TensorType &t = g.value(in.value).type;
+    TensorData d = TensorData::randn(DType::F64, t.shape, seed++);
+    TensorData x(t.dtype, t.shape);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.set(i, isFloating(t.dtype) ? d.at(i) : static_cast<double>(i % 5) - 1);
+    inputs.emplace(g.value(in.value).name, x);
+  }
+  return inputs;
+}
+
+// On what placement and dtype really produce, simplify changes no value (its rewrites are exact),
+// no output, moves no more bytes, leaves no more casts, and a second run changes nothing.
+TEST(SimplifyEndToEnd, OnCompiledRandomGraphsItIsExactAndIdempotent) {
+  int checked = 0, simplifiedSome = 0;
+  for (uint64_t seed = 1; seed <= 600; ++seed) {
+    testutil::RandomGraphOptions gen{.maxNodes = 12,
+                                     .insertedRate = 0,
+                                     .devices = {Device::cpu(), Device::cpu(1), Device::cuda(0)},
+                                     .pinRate = seed % 2 ? 0.3 : 1.0,
+                                     .dtypePinRate = 0.1,
+                                     .compileReady = true};
+    const Graph original = testutil::randomGraph(seed, gen);
+    CompileOptions o = options();
+    o.devices = gen.devices;
+    o.placement = PlacementPolicy::Auto;
+    o.dtype = seed % 3 == 0   ? DTypePolicy{DTypePolicy::Kind::Promote, DType::F16}
+              : seed % 3 == 1 ? DTypePolicy{DTypePolicy::Kind::Autocast, DType::F16}
+                              : DTypePolicy{DTypePolicy::Kind::Autocast, DType::BF16};
+    o.stopAfter = "dtype";
+    CompileResult r = compile(original, o);
+    if (!r.ok()) continue;
+    const std::map<std::string, TensorData> inputs = inputsFor(r.graph, seed);
+    auto want = reference::run(r.graph, inputs);
+    if (!want.ok()) continue;  // e.g. a gather index out of range
+    const CompileStats was = described(r.graph);
+    std::vector<std::string> names;
+    for (const OutputDecl &out : r.graph.outputs()) names.push_back(r.graph.value(out.value).name);
+
+    Graph &g = r.graph;
+    const CompileStats did = simplified(g, o);
+    auto got = reference::run(g, inputs);
+    ASSERT_TRUE(got.ok()) << seed << ": " << got.status().message();
+    ASSERT_EQ(got->size(), want->size());
+    for (size_t i = 0; i < want->size(); ++i) {
+      EXPECT_TRUE(sameValues((*got)[i], (*want)[i])) << "seed " << seed << " output " << i;
+      EXPECT_EQ(g.value(g.outputs()[i].value).name, names[i]) << seed;
+    }
+    const CompileStats is = described(g);
+    EXPECT_LE(is.transferBytes, was.transferBytes) << seed;
+    EXPECT_LE(is.casts, was.casts) << seed;
+    const std::string once = dump(g);
+    const CompileStats again = simplified(g, o);
+    EXPECT_EQ(dump(g), once) << seed;
+    EXPECT_EQ(again.castsFolded + again.castsRemoved + again.transfersRemoved + again.nodesRemoved,
+              0)
+        << seed;
+    ++checked;
+    simplifiedSome += did.castsFolded + did.castsRemoved + did.transfersRemoved > 0;
+  }
+  EXPECT_GT(checked, 300);
+  EXPECT_GT(simplifiedSome, 50);
 }
 
 // --- Outputs, idempotence, random graphs ---------------------------------------------------------

@@ -307,8 +307,8 @@ std::string emitJson(const Graph &g, const EmitOptions &options) {
   std::vector<std::string> outputs;
   for (const OutputDecl &out : g.outputs()) {
     outputs.push_back("{\"name\": " + jsonString(g.value(out.value).name) +
-                      ", \"type\": " + jsonType(g.value(out.value).type) +
-                      ", \"device\": " + jsonOptDevice(out.pin) +
+                      ", \"type\": " + jsonType(g.value(out.value).type) + ", \"device\": " +
+                      jsonOptDevice(out.pin ? out.pin : g.value(out.value).device) +
                       ", \"location\": " + jsonLocation(out.loc, options) + "}");
   }
   return "{\n  \"format\": \"ferry.graph\",\n  \"version\": 1,\n  \"graph\": " +

@@ -81,7 +81,11 @@ const TensorType &Builder::typeOf(ValueId v) const {
 }
 
 Location Builder::toLocation(const Loc &loc) const {
-  return Location{loc.file_name(), static_cast<int>(loc.line()), static_cast<int>(loc.column())};
+  if (loc.file_name() != lastFile_) {
+    lastFile_ = loc.file_name();
+    lastFileName_ = FileName(lastFile_);
+  }
+  return Location{lastFileName_, static_cast<int>(loc.line()), static_cast<int>(loc.column())};
 }
 
 bool Builder::checkVar(Var v, const Location &where, std::string_view what) {

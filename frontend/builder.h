@@ -208,6 +208,10 @@ class Builder {
   std::vector<Device> deviceScopes_;
   std::vector<DType> dtypeScopes_;
   bool finished_ = false;
+  // The file of the last call: a model is built from a few files, so consecutive calls share one
+  // FileName (source_location's names are static strings: compared by address).
+  mutable const char *lastFile_ = nullptr;
+  mutable FileName lastFileName_;
 };
 
 }  // namespace ferry

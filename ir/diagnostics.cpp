@@ -10,8 +10,8 @@
 namespace ferry {
 
 std::string Location::str() const {
-  if (!known()) return file.empty() ? "<unknown>" : file;
-  std::string s = (file.empty() ? "<input>" : file) + ":" + std::to_string(line);
+  if (!known()) return file.empty() ? "<unknown>" : file.str();
+  std::string s = (file.empty() ? "<input>" : file.str()) + ":" + std::to_string(line);
   if (col > 0) s += ":" + std::to_string(col);
   return s;
 }
@@ -63,7 +63,7 @@ namespace {
 // The source line `loc` points into, when its file is readable.
 std::optional<std::string> sourceLine(const Location &loc) {
   if (!loc.known() || loc.file.empty()) return std::nullopt;
-  std::ifstream in(loc.file);
+  std::ifstream in(loc.file.str());
   if (!in) return std::nullopt;
   std::string line;
   for (int i = 0; i < loc.line; ++i) {

@@ -2,16 +2,44 @@
 // fixes}.
 #pragma once
 
+#include <memory>
+#include <ostream>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ferry {
 
+/// A source file's name, shared: every node, param and reason carries a Location, and copying
+/// one copies a pointer, not the path (builder paths are absolute and long). Converts from and
+/// to strings.
+class FileName {
+ public:
+  FileName() = default;
+  FileName(std::string_view name)
+      : name_(name.empty() ? nullptr : std::make_shared<const std::string>(name)) {}
+  FileName(const std::string &name) : FileName(std::string_view(name)) {}
+  FileName(const char *name) : FileName(std::string_view(name)) {}
+
+  std::string_view view() const { return name_ ? std::string_view(*name_) : std::string_view(); }
+  operator std::string_view() const { return view(); }
+  std::string str() const { return std::string(view()); }
+  bool empty() const { return !name_; }
+
+  friend bool operator==(const FileName &a, const FileName &b) {
+    return a.name_ == b.name_ || a.view() == b.view();
+  }
+  friend std::ostream &operator<<(std::ostream &out, const FileName &f) { return out << f.view(); }
+
+ private:
+  std::shared_ptr<const std::string> name_;  // null: no file
+};
+
 /// Where something came from: a builder call (`std::source_location`), a line of a `.fy`
 /// file, or an imported node. `line == 0` means unknown.
 struct Location {
-  std::string file;
+  FileName file;
   int line = 0;
   int col = 0;
 

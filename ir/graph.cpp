@@ -1,6 +1,8 @@
 // ir/graph.cpp — construction and lookup of the IR.
 #include "ir/graph.h"
 
+#include <cstdlib>
+
 #include "ir/status.h"
 
 namespace ferry {
@@ -70,16 +72,22 @@ void Graph::removeUnusedParams() {
   for (NodeId n : order_)
     for (ValueId o : nodes_[n].operands) used[o] = true;
   for (const OutputDecl &o : outputs_) used[o.value] = true;
-  std::vector<ParamDecl> kept;
-  for (ParamDecl &p : params_) {
-    if (!used[p.value]) {
+  removeParamsIf([&](ValueId v) { return !used[v]; });
+}
+
+void Graph::removeParamsIf(const std::function<bool(ValueId)> &drop) {
+  size_t kept = 0;  // compacts in place: params carry their data
+  for (size_t i = 0; i < params_.size(); ++i) {
+    ParamDecl &p = params_[i];
+    if (drop(p.value)) {
       values_[p.value].def = -1;  // belongs to nothing now
       continue;
     }
-    values_[p.value].def = static_cast<int32_t>(kept.size());
-    kept.push_back(std::move(p));
+    values_[p.value].def = static_cast<int32_t>(kept);
+    if (kept != i) params_[kept] = std::move(p);
+    ++kept;
   }
-  params_ = std::move(kept);
+  params_.erase(params_.begin() + static_cast<std::ptrdiff_t>(kept), params_.end());
 }
 
 std::vector<std::vector<NodeId>> Graph::users() const {
@@ -94,43 +102,18 @@ void Graph::addOutput(ValueId value, std::optional<Device> pin, Location loc) {
   outputs_.push_back(OutputDecl{value, pin, std::move(loc)});
 }
 
-const Value &Graph::value(ValueId id) const {
-  FERRY_CHECK(id >= 0 && static_cast<size_t>(id) < values_.size()) << "value id " << id;
-  return values_[id];
+void Graph::badId(const char *what, int32_t id) {
+  FERRY_CHECK(false) << what << " id " << id << " is not in the graph";
+  std::abort();  // not reached
 }
 
-Value &Graph::value(ValueId id) {
-  FERRY_CHECK(id >= 0 && static_cast<size_t>(id) < values_.size()) << "value id " << id;
-  return values_[id];
-}
-
-const Node &Graph::node(NodeId id) const {
-  FERRY_CHECK(id >= 0 && static_cast<size_t>(id) < nodes_.size()) << "node id " << id;
-  return nodes_[id];
-}
-
-Node &Graph::node(NodeId id) {
-  FERRY_CHECK(id >= 0 && static_cast<size_t>(id) < nodes_.size()) << "node id " << id;
-  return nodes_[id];
-}
-
-const Node *Graph::producer(ValueId v) const {
-  const Value &val = value(v);
-  return val.kind == ValueKind::Result ? &nodes_[val.def] : nullptr;
-}
-
-const ParamDecl &Graph::paramOf(ValueId v) const {
-  FERRY_CHECK(value(v).kind == ValueKind::Param) << "%" << value(v).name << " is not a param";
-  return params_[value(v).def];
-}
-
-const InputDecl &Graph::inputOf(ValueId v) const {
-  FERRY_CHECK(value(v).kind == ValueKind::Input) << "%" << value(v).name << " is not an input";
-  return inputs_[value(v).def];
+void Graph::notA(const char *kind, ValueId v) const {
+  FERRY_CHECK(false) << "%" << value(v).name << " is not " << kind;
+  std::abort();  // not reached
 }
 
 std::optional<ValueId> Graph::findValue(std::string_view name) const {
-  auto it = byName_.find(std::string(name));
+  auto it = byName_.find(name);
   if (it == byName_.end()) return std::nullopt;
   return it->second;
 }
@@ -152,6 +135,13 @@ void Graph::rename(ValueId v, std::string name) {
   byName_.erase(value(v).name);
   byName_.emplace(name, v);
   values_[v].name = std::move(name);
+}
+
+void Graph::swapNames(ValueId a, ValueId b) {
+  Value &x = value(a), &y = value(b);
+  byName_.find(x.name)->second = b;
+  byName_.find(y.name)->second = a;
+  std::swap(x.name, y.name);
 }
 
 }  // namespace ferry

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "ir/attrs.h"
+#include "ir/chunked_vector.h"
 #include "ir/device.h"
 #include "ir/diagnostics.h"
 #include "ir/ops.h"
@@ -111,8 +113,10 @@ struct NodeSpec {
 };
 
 /// Owns values and nodes (stable integer ids, never reused) and keeps nodes in a topological
-/// order; iteration is deterministic. Construction methods check invariants with FERRY_CHECK:
-/// callers validate user input (names, operands, types) first and report it as diagnostics.
+/// order; iteration is deterministic. Values and nodes never move in memory: a `Value &` or
+/// `Node &` stays valid while more are added (params, held in a span, may move). Construction
+/// methods check invariants with FERRY_CHECK: callers validate user input (names, operands,
+/// types) first and report it as diagnostics.
 class Graph {
  public:
   explicit Graph(std::string name = "main") : name_(std::move(name)) {}
@@ -139,18 +143,53 @@ class Graph {
   /// Drops params that no node in the order and no output reads (after folding or DCE).
   /// Their values stay allocated (ids are never reused) but belong to nothing.
   void removeUnusedParams();
+  /// Drops the params whose value `drop` picks; a pass that counts uses itself says which, and
+  /// saves the walk over every node. Dropped params must be unused.
+  void removeParamsIf(const std::function<bool(ValueId)> &drop);
   /// For each value id, the nodes in the order that read it (a node reading a value twice is
   /// listed twice), in order.
   std::vector<std::vector<NodeId>> users() const;
 
-  const Value &value(ValueId id) const;
-  Value &value(ValueId id);
-  const Node &node(NodeId id) const;
-  Node &node(NodeId id);
+  // Inline: every pass reads values and nodes in its inner loop.
+  const Value &value(ValueId id) const {
+    if (static_cast<size_t>(id) >= values_.size()) [[unlikely]]
+      badId("value", id);
+    return values_[static_cast<size_t>(id)];
+  }
+  Value &value(ValueId id) {
+    if (static_cast<size_t>(id) >= values_.size()) [[unlikely]]
+      badId("value", id);
+    return values_[static_cast<size_t>(id)];
+  }
+  const Node &node(NodeId id) const {
+    if (static_cast<size_t>(id) >= nodes_.size()) [[unlikely]]
+      badId("node", id);
+    return nodes_[static_cast<size_t>(id)];
+  }
+  Node &node(NodeId id) {
+    if (static_cast<size_t>(id) >= nodes_.size()) [[unlikely]]
+      badId("node", id);
+    return nodes_[static_cast<size_t>(id)];
+  }
   /// The node producing `v`, or nullptr for inputs and params.
-  const Node *producer(ValueId v) const;
-  const ParamDecl &paramOf(ValueId v) const;  ///< `v` must be a param
-  const InputDecl &inputOf(ValueId v) const;  ///< `v` must be an input
+  const Node *producer(ValueId v) const {
+    const Value &val = value(v);
+    return val.kind == ValueKind::Result ? &nodes_[static_cast<size_t>(val.def)] : nullptr;
+  }
+  /// `v` must be a param.
+  const ParamDecl &paramOf(ValueId v) const {
+    const Value &val = value(v);
+    if (val.kind != ValueKind::Param) [[unlikely]]
+      notA("a param", v);
+    return params_[static_cast<size_t>(val.def)];
+  }
+  /// `v` must be an input.
+  const InputDecl &inputOf(ValueId v) const {
+    const Value &val = value(v);
+    if (val.kind != ValueKind::Input) [[unlikely]]
+      notA("an input", v);
+    return inputs_[static_cast<size_t>(val.def)];
+  }
 
   /// Nodes in topological order.
   std::span<const NodeId> order() const { return order_; }
@@ -168,18 +207,29 @@ class Graph {
   std::string uniqueName(std::string_view hint) const;
   /// Renames `v`; `name` must be free.
   void rename(ValueId v, std::string name);
+  /// Swaps the names of `a` and `b` (no name is free in between, nothing is allocated).
+  void swapNames(ValueId a, ValueId b);
 
  private:
+  /// Aborts: an id outside the graph is a bug of the caller (negative ids wrap to huge sizes).
+  [[noreturn]] static void badId(const char *what, int32_t id);
+  /// Aborts: paramOf/inputOf asked about a value of another kind ("a param", "an input").
+  [[noreturn]] void notA(const char *kind, ValueId v) const;
   ValueId addValue(std::string name, TensorType type, ValueKind kind, int32_t def);
 
   std::string name_;
-  std::vector<Value> values_;
-  std::vector<Node> nodes_;
+  ChunkedVector<Value> values_;  // never move: references stay valid while nodes are added
+  ChunkedVector<Node> nodes_;
   std::vector<NodeId> order_;
   std::vector<InputDecl> inputs_;
   std::vector<ParamDecl> params_;
   std::vector<OutputDecl> outputs_;
-  std::unordered_map<std::string, ValueId> byName_;  // lookup only, never iterated
+  struct NameHash {  // lets find() take a string_view without building a string
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  // lookup only, never iterated
+  std::unordered_map<std::string, ValueId, NameHash, std::equal_to<>> byName_;
   mutable int64_t nextNumber_ = 0;
 };
 

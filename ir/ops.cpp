@@ -243,7 +243,7 @@ DType ruleDType(const OpInfo &op, std::span<const TensorType> operands) {
 }
 
 InferResult inferType(const OpInfo &op, std::span<const TensorType> operands, const Attrs &attrs) {
-  const std::string name(op.name);
+  const std::string_view name = op.name;
   int n = static_cast<int>(operands.size());
   if (n < op.minOperands || (op.maxOperands >= 0 && n > op.maxOperands)) {
     std::string expected =
@@ -254,7 +254,7 @@ InferResult inferType(const OpInfo &op, std::span<const TensorType> operands, co
     std::string sig;
     for (const OperandSpec &o : op.operands)
       sig += (sig.empty() ? "" : ", ") + o.name + (o.optional ? "?" : o.variadic ? "..." : "");
-    return InferError{"arity", "'" + name + "' takes " + expected + " operand" +
+    return InferError{"arity", "'" + std::string(name) + "' takes " + expected + " operand" +
                                    (expected == "1" ? "" : "s") + " (" + sig + "), got " +
                                    std::to_string(n)};
   }
@@ -262,13 +262,16 @@ InferResult inferType(const OpInfo &op, std::span<const TensorType> operands, co
   for (int i = 0; i < n; ++i) {
     const OperandSpec &spec = op.operand(i);
     DType t = operands[i].dtype;
-    std::string which = "operand " + std::to_string(i) + " (" + spec.name + ") of '" + name + "'";
+    // Built only on failure: inferType runs for every node of every verify.
+    auto which = [&] {
+      return "operand " + std::to_string(i) + " (" + spec.name + ") of '" + std::string(name) + "'";
+    };
     if (spec.role == OperandRole::Bool && t != DType::Bool)
-      return InferError{"dtype", which + " must be bool, got " + operands[i].str()};
+      return InferError{"dtype", which() + " must be bool, got " + operands[i].str()};
     if (spec.role == OperandRole::Index && t != DType::I32 && t != DType::I64)
-      return InferError{"dtype", which + " must be i32 or i64, got " + operands[i].str()};
+      return InferError{"dtype", which() + " must be i32 or i64, got " + operands[i].str()};
     if (spec.role == OperandRole::Data && !acceptsDType(op.accepts, t))
-      return InferError{"dtype", which + " must have " +
+      return InferError{"dtype", which() + " must have " +
                                      std::string(acceptsDescription(op.accepts)) + ", got " +
                                      operands[i].str()};
   }

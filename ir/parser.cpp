@@ -74,9 +74,9 @@ void Parser::split(std::string_view text) {
     int number = lineNumberOf(lines_.size() - 1);
     if (auto def = definedBy(line))
       firstDef_.emplace(std::string(def->first),
-                        Location{std::string(file_), number, columnOf(def->second)});
+                        Location{fileName_, number, columnOf(def->second)});
     if (nl == std::string_view::npos) {
-      eof_ = Location{std::string(file_), number, columnOf(line.size())};
+      eof_ = Location{fileName_, number, columnOf(line.size())};
       break;
     }
     start = nl + 1;
@@ -472,7 +472,7 @@ bool Parser::output() {
 
 void Parser::finish() {
   if (state_ == State::Header) {
-    diags_.error("parse", Location{std::string(file_), 1, 1},
+    diags_.error("parse", Location{fileName_, 1, 1},
                  "expected 'graph NAME {', found the end of the file (the input holds no graph)");
     return;
   }

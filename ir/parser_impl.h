@@ -87,7 +87,7 @@ class Parser {
     take();
     return true;
   }
-  Location loc(int col) const { return Location{std::string(file_), lineNumber(), col}; }
+  Location loc(int col) const { return Location{fileName_, lineNumber(), col}; }
   Diagnostic &error(std::string code, int col, std::string message) {
     return diags_.error(std::move(code), loc(col), std::move(message));
   }
@@ -137,6 +137,7 @@ class Parser {
   std::string undefinedMessage(const std::string &name, int atLine);
 
   std::string_view file_;
+  FileName fileName_{file_};  // shared by every Location the parser makes
   const ParseOptions &options_;
   std::vector<std::string_view> lines_;
   std::vector<Token> toks_;  // of the current line only: memory stays bounded by one line

@@ -1,6 +1,7 @@
 // ir/shape_rules.cpp — result types of every op: shapes by its semantics, dtypes by its row's rule.
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <span>
@@ -18,6 +19,10 @@ namespace {
 // two sizes cannot overflow int64 anywhere downstream.
 constexpr int64_t kMaxElements = int64_t{1} << 62;
 constexpr int64_t kLowest = std::numeric_limits<int64_t>::min();
+
+/// A part of an error message, built only when the error happens: shape rules run for every
+/// node of every verify, and almost every node is fine.
+using LazyText = std::function<std::string()>;
 
 InferError fail(const InferArgs &a, std::string code, const std::string &message) {
   return InferError{std::move(code), "'" + std::string(a.op.name) + "' " + message};
@@ -68,22 +73,22 @@ InferResult sameShape(const InferArgs &a, DType dtype) {
 }
 
 /// NumPy broadcasting of several labelled shapes; on a conflict, the message naming both.
-std::variant<Shape, std::string> broadcastAll(const std::vector<std::string> &labels,
-                                              const std::vector<Shape> &shapes) {
+std::variant<Shape, std::string> broadcastAll(std::span<const Shape *const> shapes,
+                                              const std::function<std::string(size_t)> &label) {
   size_t rank = 0;
-  for (const Shape &s : shapes) rank = std::max(rank, s.size());
+  for (const Shape *s : shapes) rank = std::max(rank, s->size());
   Shape out(rank, 1);
   for (size_t i = 0; i < rank; ++i) {
     std::optional<size_t> owner;  // the first shape with a dim other than 1 here
     for (size_t j = 0; j < shapes.size(); ++j) {
-      size_t lead = rank - shapes[j].size();
-      int64_t d = i < lead ? 1 : shapes[j][i - lead];
+      size_t lead = rank - shapes[j]->size();
+      int64_t d = i < lead ? 1 : (*shapes[j])[i - lead];
       if (d == 1) continue;
       if (!owner) {
         owner = j;
         out[i] = d;
       } else if (d != out[i]) {
-        return "cannot broadcast " + labels[*owner] + " with " + labels[j] + ": dim " +
+        return "cannot broadcast " + label(*owner) + " with " + label(j) + ": dim " +
                std::to_string(i) + " is " + std::to_string(out[i]) + " vs " + std::to_string(d);
       }
     }
@@ -92,9 +97,10 @@ std::variant<Shape, std::string> broadcastAll(const std::vector<std::string> &la
 }
 
 /// Normalises `axes` against `rank`; out-of-range axes are "shape" errors, repeats "attr" errors.
-std::variant<std::vector<int64_t>, InferError>
-normalizeAxes(const InferArgs &a, std::string_view attrName, const std::vector<int64_t> &axes,
-              int64_t rank, const std::string &rankOf) {
+std::variant<std::vector<int64_t>, InferError> normalizeAxes(const InferArgs &a,
+                                                             std::string_view attrName,
+                                                             const std::vector<int64_t> &axes,
+                                                             int64_t rank, const LazyText &rankOf) {
   std::vector<int64_t> out;
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (int64_t axis : axes) {
@@ -102,7 +108,7 @@ normalizeAxes(const InferArgs &a, std::string_view attrName, const std::vector<i
     if (!n)
       return fail(a, "shape",
                   attrStr(a, attrName) + ": axis " + std::to_string(axis) +
-                      " is out of range for " + rankOf + " (rank " + std::to_string(rank) + ")");
+                      " is out of range for " + rankOf() + " (rank " + std::to_string(rank) + ")");
     if (seen[*n])
       return fail(a, "attr",
                   attrStr(a, attrName) + " names dim " + std::to_string(*n) + " more than once");
@@ -113,20 +119,21 @@ normalizeAxes(const InferArgs &a, std::string_view attrName, const std::vector<i
 }
 
 std::variant<int64_t, InferError> normalizeOne(const InferArgs &a, std::string_view attrName,
-                                               int64_t rank, const std::string &rankOf) {
+                                               int64_t rank, const LazyText &rankOf) {
   std::optional<int64_t> n = normalizeAxis(attrInt(a.op, a.attrs, attrName), rank);
   if (!n)
     return fail(a, "shape",
-                attrStr(a, attrName) + " is out of range for " + rankOf + " (rank " +
+                attrStr(a, attrName) + " is out of range for " + rankOf() + " (rank " +
                     std::to_string(rank) + ")");
   return *n;
 }
 
 /// A 1-D operand that must be exactly [n].
 std::optional<InferError> expectVector(const InferArgs &a, size_t i, int64_t n,
-                                       const std::string &what) {
-  if (a.operands[i].shape == Shape{n}) return std::nullopt;
-  return fail(a, "shape", operandStr(a, i) + " must be [" + std::to_string(n) + "] (" + what + ")");
+                                       const LazyText &what) {
+  if (a.operands[i].rank() == 1 && a.operands[i].shape[0] == n) return std::nullopt;
+  return fail(a, "shape",
+              operandStr(a, i) + " must be [" + std::to_string(n) + "] (" + what() + ")");
 }
 
 // ---- conv2d and pooling windows ----------------------------------------------------------
@@ -186,7 +193,7 @@ std::optional<int64_t> windowCount(int64_t in, int64_t kernel, int64_t stride, i
 
 /// Spatial output dims of x [N, C, H, W] under `w`; `kernelOf` names where the kernel came from.
 std::variant<Pair, InferError> windowOutput(const InferArgs &a, const Window &w,
-                                            const std::string &kernelOf) {
+                                            const LazyText &kernelOf) {
   Pair out{};
   for (size_t i = 0; i < 2; ++i) {
     int64_t in = a.operands[0].shape[2 + i];
@@ -194,23 +201,23 @@ std::variant<Pair, InferError> windowOutput(const InferArgs &a, const Window &w,
                                            w.padBegin[i], w.padEnd[i], w.ceilMode);
     if (!n)
       return fail(a, "attr",
-                  "window sizes overflow: " + kernelOf + ", dilation " + shapeStr(w.dilation) +
+                  "window sizes overflow: " + kernelOf() + ", dilation " + shapeStr(w.dilation) +
                       ", padding " + attrStr(a, "padding"));
     if (*n < 0)
       return fail(a, "shape",
                   "the kernel does not fit " + operandStr(a, 0) + ": dim " + std::to_string(2 + i) +
                       " is " + std::to_string(in) + " + padding " + std::to_string(w.padBegin[i]) +
                       " + " + std::to_string(w.padEnd[i]) + " < kernel extent " +
-                      std::to_string(w.dilation[i] * (w.kernel[i] - 1) + 1) + " (" + kernelOf +
+                      std::to_string(w.dilation[i] * (w.kernel[i] - 1) + 1) + " (" + kernelOf() +
                       ", dilation " + shapeStr(w.dilation) + ")");
     out[i] = *n;
   }
   return out;
 }
 
-std::optional<InferError> expect4d(const InferArgs &a, size_t i, const std::string &layout) {
+std::optional<InferError> expect4d(const InferArgs &a, size_t i, std::string_view layout) {
   if (a.operands[i].rank() == 4) return std::nullopt;
-  return fail(a, "shape", operandStr(a, i) + " must be 4-D " + layout);
+  return fail(a, "shape", operandStr(a, i) + " must be 4-D " + std::string(layout));
 }
 
 }  // namespace
@@ -229,13 +236,10 @@ InferResult inferGelu(const InferArgs &a) {
 }
 
 InferResult inferBroadcast(const InferArgs &a) {
-  std::vector<std::string> labels;
-  std::vector<Shape> shapes;
-  for (size_t i = 0; i < a.operands.size(); ++i) {
-    labels.push_back(operandStr(a, i));
-    shapes.push_back(a.operands[i].shape);
-  }
-  auto r = broadcastAll(labels, shapes);
+  std::vector<const Shape *> shapes;
+  shapes.reserve(a.operands.size());
+  for (const TensorType &t : a.operands) shapes.push_back(&t.shape);
+  auto r = broadcastAll(shapes, [&](size_t i) { return operandStr(a, i); });
   if (auto *msg = std::get_if<std::string>(&r)) return fail(a, "shape", *msg);
   return done(a, TensorType{resultDType(a), std::get<Shape>(r)});
 }
@@ -255,9 +259,11 @@ InferResult inferMatmul(const InferArgs &a) {
                     ": contracted dims are " + std::to_string(kx) + " vs " + std::to_string(ky));
   Shape bx(x.begin(), x.end() - std::min<size_t>(x.size(), 2));
   Shape by(y.begin(), y.end() - std::min<size_t>(y.size(), 2));
-  auto r = broadcastAll({"the batch dims " + shapeStr(bx) + " of " + operandStr(a, 0),
-                         shapeStr(by) + " of " + operandStr(a, 1)},
-                        {bx, by});
+  const Shape *batch[] = {&bx, &by};
+  auto r = broadcastAll(batch, [&](size_t i) {
+    return i == 0 ? "the batch dims " + shapeStr(bx) + " of " + operandStr(a, 0)
+                  : shapeStr(by) + " of " + operandStr(a, 1);
+  });
   if (auto *msg = std::get_if<std::string>(&r)) return fail(a, "shape", *msg);
   Shape out = std::get<Shape>(r);
   if (x.size() >= 2) out.push_back(x[x.size() - 2]);
@@ -274,7 +280,9 @@ InferResult inferLinear(const InferArgs &a) {
                 operandStr(a, 0) + " has " + std::to_string(x.back()) + " input features but " +
                     operandStr(a, 1) + " [out, in] takes " + std::to_string(w[1]));
   if (a.operands.size() > 2)
-    if (auto e = expectVector(a, 2, w[0], "the output features of " + operandStr(a, 1))) return *e;
+    if (auto e =
+            expectVector(a, 2, w[0], [&] { return "the output features of " + operandStr(a, 1); }))
+      return *e;
   Shape out(x.begin(), x.end() - 1);
   out.push_back(w[0]);
   return done(a, TensorType{resultDType(a), out});
@@ -305,9 +313,12 @@ InferResult inferConv2d(const InferArgs &a) {
                     attrStr(a, "groups") + " has " + std::to_string(x[1] / groups));
   if (wt[2] < 1 || wt[3] < 1) return fail(a, "shape", operandStr(a, 1) + " has an empty kernel");
   if (a.operands.size() > 2)
-    if (auto e = expectVector(a, 2, wt[0], "the output channels of " + operandStr(a, 1))) return *e;
+    if (auto e =
+            expectVector(a, 2, wt[0], [&] { return "the output channels of " + operandStr(a, 1); }))
+      return *e;
   w.kernel = {wt[2], wt[3]};
-  auto hw = windowOutput(a, w, "kernel " + shapeStr(w.kernel) + " of " + operandStr(a, 1));
+  auto hw = windowOutput(
+      a, w, [&] { return "kernel " + shapeStr(w.kernel) + " of " + operandStr(a, 1); });
   if (auto *e = std::get_if<InferError>(&hw)) return *e;
   Pair o = std::get<Pair>(hw);
   return done(a, TensorType{resultDType(a), {x[0], wt[0], o[0], o[1]}});
@@ -341,7 +352,7 @@ InferResult inferPool2d(const InferArgs &a) {
       return fail(a, "shape",
                   operandStr(a, 0) + " has an empty spatial dim " + std::to_string(2 + i));
   }
-  auto hw = windowOutput(a, w, attrStr(a, "kernel"));
+  auto hw = windowOutput(a, w, [&] { return attrStr(a, "kernel"); });
   if (auto *e = std::get_if<InferError>(&hw)) return *e;
   Pair o = std::get<Pair>(hw);
   return done(a, TensorType{resultDType(a), {x[0], x[1], o[0], o[1]}});
@@ -357,12 +368,13 @@ InferResult inferBatchNorm(const InferArgs &a) {
   const Shape &x = a.operands[0].shape;
   if (x.size() < 2) return fail(a, "shape", operandStr(a, 0) + " must be at least 2-D [N, C, ...]");
   for (size_t i = 1; i < a.operands.size(); ++i)
-    if (auto e = expectVector(a, i, x[1], "the channels of " + operandStr(a, 0))) return *e;
+    if (auto e = expectVector(a, i, x[1], [&] { return "the channels of " + operandStr(a, 0); }))
+      return *e;
   return sameShape(a, resultDType(a));
 }
 
 InferResult inferLayerNorm(const InferArgs &a) {
-  auto axis = normalizeOne(a, "axis", a.operands[0].rank(), operandStr(a, 0));
+  auto axis = normalizeOne(a, "axis", a.operands[0].rank(), [&] { return operandStr(a, 0); });
   if (auto *e = std::get_if<InferError>(&axis)) return *e;
   const Shape &x = a.operands[0].shape;
   Shape normalized(x.begin() + std::get<int64_t>(axis), x.end());
@@ -379,7 +391,8 @@ InferResult inferLayerNorm(const InferArgs &a) {
 InferResult inferReduce(const InferArgs &a) {
   const Shape &x = a.operands[0].shape;
   std::vector<bool> reduced(x.size(), ints(a, "axes").empty());
-  auto axes = normalizeAxes(a, "axes", ints(a, "axes"), a.operands[0].rank(), operandStr(a, 0));
+  auto axes = normalizeAxes(a, "axes", ints(a, "axes"), a.operands[0].rank(),
+                            [&] { return operandStr(a, 0); });
   if (auto *e = std::get_if<InferError>(&axes)) return *e;
   for (int64_t axis : std::get<std::vector<int64_t>>(axes)) reduced[axis] = true;
   bool keepdims = attrBool(a.op, a.attrs, "keepdims");
@@ -399,7 +412,7 @@ InferResult inferReduce(const InferArgs &a) {
 }
 
 InferResult inferSoftmax(const InferArgs &a) {
-  auto axis = normalizeOne(a, "axis", a.operands[0].rank(), operandStr(a, 0));
+  auto axis = normalizeOne(a, "axis", a.operands[0].rank(), [&] { return operandStr(a, 0); });
   if (auto *e = std::get_if<InferError>(&axis)) return *e;
   return sameShape(a, resultDType(a));
 }
@@ -452,7 +465,8 @@ InferResult inferTranspose(const InferArgs &a) {
     return fail(a, "shape",
                 attrStr(a, "perm") + " has " + std::to_string(perm.size()) + " entries but " +
                     operandStr(a, 0) + " has rank " + std::to_string(x.size()));
-  auto axes = normalizeAxes(a, "perm", perm, a.operands[0].rank(), operandStr(a, 0));
+  auto axes =
+      normalizeAxes(a, "perm", perm, a.operands[0].rank(), [&] { return operandStr(a, 0); });
   if (auto *e = std::get_if<InferError>(&axes)) return *e;
   Shape out;
   for (int64_t p : std::get<std::vector<int64_t>>(axes)) out.push_back(x[p]);
@@ -462,7 +476,7 @@ InferResult inferTranspose(const InferArgs &a) {
 InferResult inferConcat(const InferArgs &a) {
   const Shape &first = a.operands[0].shape;
   if (first.empty()) return fail(a, "shape", "cannot concatenate the scalar " + operandStr(a, 0));
-  auto axisOr = normalizeOne(a, "axis", a.operands[0].rank(), operandStr(a, 0));
+  auto axisOr = normalizeOne(a, "axis", a.operands[0].rank(), [&] { return operandStr(a, 0); });
   if (auto *e = std::get_if<InferError>(&axisOr)) return *e;
   size_t axis = static_cast<size_t>(std::get<int64_t>(axisOr));
   Shape out = first;
@@ -500,7 +514,8 @@ InferResult inferSlice(const InferArgs &a) {
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (std::find(steps.begin(), steps.end(), 0) != steps.end())
     return fail(a, "attr", attrStr(a, "steps") + " has a zero step");
-  auto norm = normalizeAxes(a, "axes", axes, a.operands[0].rank(), operandStr(a, 0));
+  auto norm =
+      normalizeAxes(a, "axes", axes, a.operands[0].rank(), [&] { return operandStr(a, 0); });
   if (auto *e = std::get_if<InferError>(&norm)) return *e;
   Shape out = a.operands[0].shape;
   const std::vector<int64_t> &dims = std::get<std::vector<int64_t>>(norm);
@@ -533,7 +548,7 @@ SliceDim resolveSliceDim(int64_t start, int64_t end, int64_t step, int64_t dim) 
 InferResult inferGather(const InferArgs &a) {
   const Shape &data = a.operands[0].shape;
   if (data.empty()) return fail(a, "shape", operandStr(a, 0) + " must be at least 1-D");
-  auto axisOr = normalizeOne(a, "axis", a.operands[0].rank(), operandStr(a, 0));
+  auto axisOr = normalizeOne(a, "axis", a.operands[0].rank(), [&] { return operandStr(a, 0); });
   if (auto *e = std::get_if<InferError>(&axisOr)) return *e;
   size_t axis = static_cast<size_t>(std::get<int64_t>(axisOr));
   std::optional<int64_t> picks = checkedNumel(a.operands[1].shape);
@@ -551,7 +566,7 @@ InferResult inferUnsqueeze(const InferArgs &a) {
   const Shape &x = a.operands[0].shape;
   int64_t rank = a.operands[0].rank() + static_cast<int64_t>(ints(a, "axes").size());
   auto axes = normalizeAxes(a, "axes", ints(a, "axes"), rank,
-                            "the result of unsqueezing " + operandStr(a, 0));
+                            [&] { return "the result of unsqueezing " + operandStr(a, 0); });
   if (auto *e = std::get_if<InferError>(&axes)) return *e;
   Shape out(static_cast<size_t>(rank), 1);
   std::vector<bool> isNew(out.size(), false);
@@ -567,7 +582,8 @@ InferResult inferSqueeze(const InferArgs &a) {
   if (ints(a, "axes").empty()) {
     for (size_t i = 0; i < x.size(); ++i) drop[i] = x[i] == 1;
   } else {
-    auto axes = normalizeAxes(a, "axes", ints(a, "axes"), a.operands[0].rank(), operandStr(a, 0));
+    auto axes = normalizeAxes(a, "axes", ints(a, "axes"), a.operands[0].rank(),
+                              [&] { return operandStr(a, 0); });
     if (auto *e = std::get_if<InferError>(&axes)) return *e;
     for (int64_t axis : std::get<std::vector<int64_t>>(axes)) {
       if (x[axis] != 1)
@@ -587,9 +603,9 @@ InferResult inferFlatten(const InferArgs &a) {
   // torch.flatten treats a scalar as [1].
   Shape x = a.operands[0].shape.empty() ? Shape{1} : a.operands[0].shape;
   int64_t rank = static_cast<int64_t>(x.size());
-  auto start = normalizeOne(a, "start", rank, operandStr(a, 0));
+  auto start = normalizeOne(a, "start", rank, [&] { return operandStr(a, 0); });
   if (auto *e = std::get_if<InferError>(&start)) return *e;
-  auto end = normalizeOne(a, "end", rank, operandStr(a, 0));
+  auto end = normalizeOne(a, "end", rank, [&] { return operandStr(a, 0); });
   if (auto *e = std::get_if<InferError>(&end)) return *e;
   int64_t first = std::get<int64_t>(start), last = std::get<int64_t>(end);
   if (first > last)
@@ -610,8 +626,9 @@ InferResult inferExpand(const InferArgs &a) {
   for (int64_t d : shape)
     if (d < 0)
       return fail(a, "attr", attrStr(a, "shape") + " has the negative size " + std::to_string(d));
-  auto r =
-      broadcastAll({operandStr(a, 0), "shape " + shapeStr(shape)}, {a.operands[0].shape, shape});
+  const Shape *shapes[] = {&a.operands[0].shape, &shape};
+  auto r = broadcastAll(
+      shapes, [&](size_t i) { return i == 0 ? operandStr(a, 0) : "shape " + shapeStr(shape); });
   if (auto *msg = std::get_if<std::string>(&r)) return fail(a, "shape", *msg);
   return done(a, TensorType{resultDType(a), std::get<Shape>(r)});
 }

@@ -27,12 +27,6 @@ template <class T> void storeInRange(std::byte *p, int64_t v, int64_t lo, int64_
   store<T>(p, static_cast<T>(v));
 }
 
-template <class I> I clampTo(int64_t v) {
-  if (v < static_cast<int64_t>(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
-  if (v > static_cast<int64_t>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
-  return static_cast<I>(v);
-}
-
 // Truncate toward zero, saturate at the range of I, NaN -> 0.
 template <class I> I saturate(double v) {
   if (std::isnan(v)) return 0;
@@ -77,11 +71,15 @@ double loadDouble(DType t, const std::byte *p) {
 
 void storeDouble(DType t, std::byte *p, double v) {
   switch (t) {
-    case DType::Bool: store<uint8_t>(p, v != 0 ? 1 : 0); return;  // NaN != 0: true, as C++/torch
-    case DType::U8: store<uint8_t>(p, saturate<uint8_t>(v)); return;
-    case DType::I8: store<int8_t>(p, saturate<int8_t>(v)); return;
-    case DType::I32: store<int32_t>(p, saturate<int32_t>(v)); return;
-    case DType::I64: store<int64_t>(p, saturate<int64_t>(v)); return;
+    case DType::Bool:
+      store<uint8_t>(p, v != 0 ? 1 : 0);
+      return;  // NaN != 0: true, as C++/torch
+    // Into int64 (truncated, saturated, NaN -> 0), then wrapped like every integer conversion,
+    // so that a value reaches an integer dtype the same way from a float or from an integer.
+    case DType::U8:
+    case DType::I8:
+    case DType::I32:
+    case DType::I64: storeIntWrapping(t, p, saturate<int64_t>(v)); return;
     // Through f32 first: double -> f32 -> f16 can double-round, but only for values within
     // 2^-24 relative of a tie, which ferry's kernels (computing in f32) produce alike.
     case DType::F16:
@@ -107,15 +105,37 @@ int64_t loadInt(DType t, const std::byte *p) {
   return 0;
 }
 
-void storeIntSaturating(DType t, std::byte *p, int64_t v) {
+void storeIntWrapping(DType t, std::byte *p, int64_t v) {
+  // Unsigned narrowing is modular by definition; the bit pattern is the two's complement one.
+  const auto bits = static_cast<uint64_t>(v);
   switch (t) {
     case DType::Bool: store<uint8_t>(p, v != 0); return;
-    case DType::U8: store<uint8_t>(p, clampTo<uint8_t>(v)); return;
-    case DType::I8: store<int8_t>(p, clampTo<int8_t>(v)); return;
-    case DType::I32: store<int32_t>(p, clampTo<int32_t>(v)); return;
+    case DType::U8:
+    case DType::I8: store<uint8_t>(p, static_cast<uint8_t>(bits)); return;
+    case DType::I32: store<uint32_t>(p, static_cast<uint32_t>(bits)); return;
     case DType::I64: store<int64_t>(p, v); return;
-    default: FERRY_CHECK(false) << "storeIntSaturating on " << dtypeName(t);
+    default: FERRY_CHECK(false) << "storeIntWrapping on " << dtypeName(t);
   }
+}
+
+void convertElement(DType from, const std::byte *in, DType to, std::byte *out) {
+  if (from == to) {
+    std::memcpy(out, in, dtypeSize(to));
+  } else if (!isFloating(from) && !isFloating(to)) {
+    storeIntWrapping(to, out, loadInt(from, in));
+  } else {
+    storeDouble(to, out, loadDouble(from, in));
+  }
+}
+
+TensorData castTensor(const TensorData &x, DType to) {
+  TensorData out(to, x.shape());
+  const size_t inSize = dtypeSize(x.dtype()), outSize = dtypeSize(to);
+  const std::byte *in = x.bytes().data();
+  std::byte *o = out.mutableBytes().data();
+  for (int64_t i = 0; i < x.numel(); ++i, in += inSize, o += outSize)
+    convertElement(x.dtype(), in, to, o);
+  return out;
 }
 
 TensorData::TensorData(DType dtype, Shape shape)

@@ -57,12 +57,21 @@ class TensorData {
 /// Reads one element of dtype `t` at `p` as double.
 double loadDouble(DType t, const std::byte *p);
 /// Writes `v` as dtype `t` at `p`. Floats round to nearest even (f16/bf16 via Eigen). Integers
-/// truncate toward zero and saturate at the type's range; NaN becomes 0. bool is `v != 0`.
+/// truncate toward zero into int64 (saturating there; NaN becomes 0) and then wrap to the
+/// type's width as storeIntWrapping (-1.0 to u8 is 255, as NumPy and PyTorch on x86). bool is
+/// `v != 0`.
 void storeDouble(DType t, std::byte *p, double v);
 /// Reads one element of a bool or integer dtype `t` at `p`, exactly.
 int64_t loadInt(DType t, const std::byte *p);
-/// Writes `v` as bool or integer dtype `t` at `p`, saturating at the type's range (bool:
-/// v != 0), so integer-to-integer conversion agrees with storeDouble.
-void storeIntSaturating(DType t, std::byte *p, int64_t v);
+/// Writes `v` as bool or integer dtype `t` at `p`, wrapping modulo 2^bits as C++20, NumPy and
+/// PyTorch do for integer-to-integer conversion and integer arithmetic (bool: v != 0).
+void storeIntWrapping(DType t, std::byte *p, int64_t v);
+
+/// The one conversion rule of `cast` (kernels, the reference interpreter, compile-time folds):
+/// bool/integer to integer wraps exactly through int64; to bool is `v != 0`; float to integer
+/// truncates into int64 and wraps, as storeDouble; to a float rounds to nearest even.
+void convertElement(DType from, const std::byte *in, DType to, std::byte *out);
+/// `x` converted element by element with convertElement.
+TensorData castTensor(const TensorData &x, DType to);
 
 }  // namespace ferry

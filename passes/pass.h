@@ -31,10 +31,15 @@ struct Pass {
 std::span<const Pass> pipeline();
 
 // The passes (one file each in passes/).
-void verifyPass(Graph &graph, PassContext &ctx);     ///< pass_manager.cpp
-void placeDevices(Graph &graph, PassContext &ctx);   ///< placement.cpp
-void assignDTypes(Graph &graph, PassContext &ctx);   ///< dtype.cpp
-void simplify(Graph &graph, PassContext &ctx);       ///< simplify.cpp
-void checkBudgets(Graph &graph, PassContext &ctx);   ///< budget.cpp
+void verifyPass(Graph &graph, PassContext &ctx);    ///< pass_manager.cpp
+void placeDevices(Graph &graph, PassContext &ctx);  ///< placement.cpp
+void assignDTypes(Graph &graph, PassContext &ctx);  ///< dtype.cpp
+void simplify(Graph &graph, PassContext &ctx);      ///< simplify.cpp
+void checkBudgets(Graph &graph, PassContext &ctx);  ///< budget.cpp
+
+/// Puts every inserted node directly after its operand's producer, ties by result name, the
+/// user's nodes in their order: the same graph gets the same order however it was compiled
+/// (simplify's last step). canonical_order.cpp
+void canonicalOrder(Graph &graph);
 
 }  // namespace ferry

@@ -1,6 +1,7 @@
 // passes/pass_manager.cpp — compile(): runs the pipeline (a list of passes, each a plain
 // function over the graph), verifies after each pass when asked, stops on errors or after the
 // requested pass, times the passes and describes the result.
+#include <algorithm>
 #include <chrono>
 
 #include "ir/verifier.h"
@@ -101,30 +102,35 @@ void describeGraph(const Graph &g, const CompileOptions &options, CompileStats &
   stats.casts = 0;
   stats.nodesPerDevice.clear();
   stats.estimatedSeconds = 0;
-  std::vector<TensorType> types;
-  for (NodeId id : g.order()) {
+  std::vector<TensorType> types;                  // reused: assigning keeps each shape's storage
+  std::vector<std::pair<Device, int>> perDevice;  // a handful of devices: a map lookup per node
+  for (NodeId id : g.order()) {                   // costs more than this scan
     const Node &n = g.node(id);
     const Value &r = g.value(n.result);
     if (n.op == OpKind::Cast) ++stats.casts;
     if (!r.device) continue;
-    ++stats.nodesPerDevice[*r.device];
+    auto counted = std::find_if(perDevice.begin(), perDevice.end(),
+                                [&](const auto &e) { return e.first == *r.device; });
+    if (counted == perDevice.end()) counted = perDevice.insert(counted, {*r.device, 0});
+    ++counted->second;
     if (n.op == OpKind::Transfer) {
       Device from = g.value(n.operands[0]).device.value_or(*r.device);
       auto bytes = static_cast<int64_t>(r.type.byteSize());
       ++stats.transfers;
       stats.transferBytes += bytes;
-      (from.isHost() && r.device->isHost()   ? stats.h2hBytes
-       : from.isHost()                      ? stats.h2dBytes
-       : r.device->isHost()                 ? stats.d2hBytes
-                                            : stats.d2dBytes) += bytes;
+      (from.isHost() && r.device->isHost() ? stats.h2hBytes
+       : from.isHost()                     ? stats.h2dBytes
+       : r.device->isHost()                ? stats.d2hBytes
+                                           : stats.d2dBytes) += bytes;
       stats.estimatedSeconds += options.cost.transferSeconds(from, *r.device, double(bytes));
       continue;
     }
-    types.clear();
-    for (ValueId o : n.operands) types.push_back(g.value(o).type);
+    types.resize(n.operands.size());
+    for (size_t i = 0; i < n.operands.size(); ++i) types[i] = g.value(n.operands[i]).type;
     stats.estimatedSeconds +=
         options.cost.computeSeconds(*r.device, opCost(n.info(), types, n.attrs, r.type));
   }
+  for (const auto &[device, count] : perDevice) stats.nodesPerDevice[device] = count;
 }
 
 }  // namespace ferry

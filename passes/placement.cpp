@@ -79,10 +79,6 @@ void Placer::place(ValueId v, Label l, Reason::Kind kind, ValueId from) {
   r.detail.clear();
 }
 
-Label Placer::userLabel(int32_t user) const {
-  return user >= 0 ? label[graph.node(user).result] : outputPin[static_cast<size_t>(~user)];
-}
-
 void Placer::placeTransfer(const Node &n) {
   Label to = pin[n.id];
   place(n.result, to,
@@ -97,12 +93,14 @@ void Placer::buildUsers() {
   // A node reading a value twice is one user: its operands are scanned together.
   std::vector<NodeId> last(n, -1);
   auto each = [&](auto &&add) {
-    for (NodeId id : graph.order())
-      for (ValueId o : graph.node(id).operands)
+    for (NodeId id : graph.order()) {
+      const Node &node = graph.node(id);
+      for (ValueId o : node.operands)
         if (last[o] != id) {
           last[o] = id;
-          add(o, id);
+          add(o, node.result);
         }
+    }
     const auto outputs = graph.outputs();
     for (size_t i = 0; i < outputs.size(); ++i)
       if (outputs[i].pin) add(outputs[i].value, ~static_cast<int32_t>(i));

@@ -39,8 +39,10 @@ class Placer {
   /// Per output: its pin, or kNone.
   std::vector<Label> outputPin;
 
-  /// Per value, the distinct nodes in the order that read it, then the pinned outputs of it
-  /// (encoded as ~outputIndex, i.e. negative); see users(). Built by buildUsers().
+  /// Per value, the distinct nodes in the order that read it, each as its result value, then the
+  /// pinned outputs of it (encoded as ~outputIndex, i.e. negative); see users(). Results rather
+  /// than node ids: the hot loops look up the user's label, which is per value, without reading
+  /// the node. Built by buildUsers().
   std::vector<int32_t> userStart, userList;
 
   /// Transfers an earlier run inserted, taken out of the order so that the graph is placed as
@@ -59,7 +61,9 @@ class Placer {
   /// The same for a reason without location or detail, without building one (hot loops).
   void place(ValueId v, Label l, Reason::Kind kind, ValueId from = -1);
   /// The label a user of a value wants it on: its node's device or its output's pin.
-  Label userLabel(int32_t user) const;
+  Label userLabel(int32_t user) const {
+    return user >= 0 ? label[static_cast<size_t>(user)] : outputPin[static_cast<size_t>(~user)];
+  }
   std::span<const int32_t> users(ValueId v) const {
     return {userList.data() + userStart[v], userList.data() + userStart[v + 1]};
   }

@@ -207,7 +207,7 @@ void settleSources(Placer &p, const std::vector<uint8_t> &open) {
     Label to = kNone;
     int32_t first = 0;
     for (int32_t u : p.users(v)) {
-      if (u >= 0 && g.node(u).op == OpKind::Transfer) continue;
+      if (u >= 0 && g.producer(u)->op == OpKind::Transfer) continue;
       Label l = p.userLabel(u);
       if (to == kNone)
         to = l, first = u;
@@ -216,7 +216,7 @@ void settleSources(Placer &p, const std::vector<uint8_t> &open) {
     }
     if (to == kNone || to == p.label[v] || (n && !p.supports(*n, to))) return;
     if (first >= 0)
-      p.place(v, to, Kind::FromConsumer, g.node(first).result);
+      p.place(v, to, Kind::FromConsumer, first);
     else
       p.place(v, to,
               Reason{Kind::Pinned, -1, g.outputs()[static_cast<size_t>(~first)].loc,

@@ -90,23 +90,6 @@ bool randnExact(DType from, DType to) {
   return from == DType::F64 || (from == DType::F32 && to != DType::F64);
 }
 
-// As the interpreter's cast: bool/integer to bool/integer exactly through int64, the rest
-// through double with storeDouble.
-TensorData convert(const TensorData &x, DType to) {
-  TensorData out(to, x.shape());
-  const bool exact = !isFloating(x.dtype()) && !isFloating(to);
-  const size_t inSize = dtypeSize(x.dtype()), outSize = dtypeSize(to);
-  const std::byte *in = x.bytes().data();
-  std::byte *o = out.mutableBytes().data();
-  for (int64_t i = 0; i < x.numel(); ++i, in += inSize, o += outSize) {
-    if (exact)
-      storeIntSaturating(to, o, loadInt(x.dtype(), in));
-    else
-      storeDouble(to, o, loadDouble(x.dtype(), in));
-  }
-  return out;
-}
-
 std::string deviceSuffix(Device d) {
   return (d.isHost() ? "cpu" : "cuda") +
          (d.isHost() && d.index == 0 ? "" : std::to_string(d.index));
@@ -178,7 +161,7 @@ class NodeTable {
   /// The slot of a node equal to `id`, or nullptr when there was none and `id` went in.
   NodeId *findOrInsert(NodeId id) {
     if (2 * (size_ + 1) > slots_.size()) grow();
-    const size_t h = same_(id);
+    const auto h = static_cast<uint32_t>(same_(id));
     const size_t mask = slots_.size() - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
       Slot &s = slots_[i];
@@ -192,9 +175,9 @@ class NodeTable {
   }
 
  private:
-  struct Slot {
+  struct Slot {  // 8 bytes: the table is probed once per node and should stay in cache
     NodeId id = -1;
-    size_t hash = 0;
+    uint32_t hash = 0;  // the low bits of the node's hash
   };
   void grow() {
     std::vector<Slot> old = std::move(slots_);
@@ -225,7 +208,9 @@ class Simplifier {
       again_ = false;
       sweep();
     } while (again_);
-    if (paramUnused_) g_.removeUnusedParams();
+    if (paramUnused_) g_.removeParamsIf([&](ValueId v) { return uses_[v] == 0; });
+    nameFoldsAfterTheirSources();
+    canonicalOrder(g_);
 
     // Folded constants are new nodes: they count as folded, not among the input's others.
     const Counts after = count([&](NodeId id) { return id < nodesBefore; });
@@ -243,6 +228,20 @@ class Simplifier {
 
  private:
   enum class Outcome { None, Changed, Replaced };
+
+  // A fold that replaced its source param entirely takes the source's name: apps and
+  // checkpoints address weights by name, so `w` stays `w` in its new dtype. Two folds of one
+  // source (to f16 and to bf16), a source still in use, and a fold that carries an output's
+  // name keep their names. The dead source takes the fold's generated name.
+  void nameFoldsAfterTheirSources() {
+    auto live = [&](ValueId v) { return g_.value(v).def >= 0; };
+    std::map<ValueId, int> liveFolds;
+    for (const auto &[folded, source] : foldSource_) liveFolds[source] += live(folded);
+    for (const auto &[folded, source] : foldSource_) {
+      if (!live(folded) || live(source) || liveFolds[source] != 1 || outputs_[folded] > 0) continue;
+      g_.swapNames(source, folded);
+    }
+  }
 
   // Casts, transfers, and other nodes for which `other(id)` holds (the input graph's own).
   struct Counts {
@@ -702,7 +701,7 @@ class Simplifier {
     const Device device = *vp.device;
     const Reason dtypeWhy = foldDTypeReason(castWhy, loc, detail);
     std::string name = g_.uniqueName(vp.name + "." + std::string(dtypeName(to)));
-    ValueId v = g_.addParam(std::move(name), convert(decl.data, to), init, decl.pin, decl.loc);
+    ValueId v = g_.addParam(std::move(name), castTensor(decl.data, to), init, decl.pin, decl.loc);
     Value &nv = g_.value(v);
     nv.device = device;
     nv.deviceReason = {Reason::Kind::Inserted, p, loc, detail};
@@ -717,7 +716,7 @@ class Simplifier {
   ValueId foldConstant(const Node &constant, DType to, const Node &cast) {
     const Value &vk = g_.value(constant.result);
     const OpInfo &info = opInfo(OpKind::Constant);
-    TensorData data = convert(attrTensor(info, constant.attrs, "value"), to);
+    TensorData data = castTensor(attrTensor(info, constant.attrs, "value"), to);
     const std::string detail = "folded cast of %" + vk.name + " at compile time";
     const Reason dtypeWhy = foldDTypeReason(g_.value(cast.result).dtypeReason, cast.loc, detail);
     const Reason deviceWhy{Reason::Kind::Inserted, constant.result, cast.loc, detail};

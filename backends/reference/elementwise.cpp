@@ -1,7 +1,9 @@
 // backends/reference/elementwise.cpp — unary and binary elementwise ops and where, broadcasting.
 //
-// Math runs in double on loadDouble'd operands and is stored with storeDouble in the result
-// dtype. Comparisons, maximum/minimum of integer operands and where's selection are exact.
+// As PyTorch: operands are first converted to the dtype the op computes in (the result dtype;
+// for comparisons the operands' promoted dtype), exactly as the casts the dtype pass inserts.
+// Float math then runs in double and is stored with storeDouble; integer math is exact in int64
+// and wraps at the result's width (neg of i8 -128 is -128, u8 200 + 100 is 44).
 #include <cmath>
 #include <numbers>
 
@@ -66,6 +68,39 @@ double binary(OpKind k, double x, double y) {
   return 0;
 }
 
+// Integer neg, abs and relu, exact and wrapping (through uint64: no signed overflow).
+int64_t unaryInt(OpKind k, int64_t x) {
+  const auto u = static_cast<uint64_t>(x);
+  switch (k) {
+    case OpKind::Neg: return static_cast<int64_t>(0 - u);
+    case OpKind::Abs: return x < 0 ? static_cast<int64_t>(0 - u) : x;
+    case OpKind::Relu: return x > 0 ? x : 0;
+    default: FERRY_CHECK(false) << "no integer form of this unary op";
+  }
+  return 0;
+}
+
+// Integer arithmetic, exact and wrapping; pow and anything else through double.
+int64_t binaryInt(OpKind k, int64_t x, int64_t y) {
+  const auto u = static_cast<uint64_t>(x), v = static_cast<uint64_t>(y);
+  switch (k) {
+    case OpKind::Add: return static_cast<int64_t>(u + v);
+    case OpKind::Sub: return static_cast<int64_t>(u - v);
+    case OpKind::Mul: return static_cast<int64_t>(u * v);
+    case OpKind::Maximum: return x > y ? x : y;
+    case OpKind::Minimum: return x < y ? x : y;
+    default: {
+      // Saturated into int64 first (a double beyond it has no integer meaning), then wrapped.
+      std::byte wide[8];
+      storeDouble(DType::I64, wide, binary(k, static_cast<double>(x), static_cast<double>(y)));
+      return loadInt(DType::I64, wide);
+    }
+  }
+}
+
+// `t` in dtype `to`, converted as a cast (shares the storage when it already is).
+TensorData as(const TensorData &t, DType to) { return t.dtype() == to ? t : castTensor(t, to); }
+
 Shape broadcastAll(const KernelArgs &a) {
   Shape out = a.in(0).shape();
   for (const TensorData &t : a.operands) {
@@ -91,34 +126,43 @@ Expected<TensorData> evalUnary(const KernelArgs &a) {
     tanhGelu = mode == "tanh";
   }
   TensorData out(a.result.dtype, a.result.shape);
-  for (int64_t i = 0; i < out.numel(); ++i)
-    storeDouble(out.dtype(), elemPtr(out, i),
-                unary(a.op.kind, loadDouble(x.dtype(), elemPtr(x, i)), tanhGelu));
+  const TensorData in = as(x, out.dtype());
+  const bool integral = !isFloating(out.dtype());
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    if (integral)
+      storeIntWrapping(out.dtype(), elemPtr(out, i),
+                       unaryInt(a.op.kind, loadInt(in.dtype(), elemPtr(in, i))));
+    else
+      storeDouble(out.dtype(), elemPtr(out, i),
+                  unary(a.op.kind, loadDouble(in.dtype(), elemPtr(in, i)), tanhGelu));
+  }
   return out;
 }
 
 Expected<TensorData> evalBinary(const KernelArgs &a) {
-  const TensorData &x = a.in(0), &y = a.in(1);
   checkShape(a, broadcastAll(a));
   TensorData out(a.result.dtype, a.result.shape);
+  const OpKind k = a.op.kind;
+  // The dtype the op computes in: the result's, or for a comparison the operands' promoted one.
+  DType compute = out.dtype();
+  if (isCompare(k)) {
+    ResultType common;
+    for (const TensorData &t : a.operands) common.add(t.dtype(), t.shape().empty());
+    compute = common.get();
+  }
+  const TensorData x = as(a.in(0), compute), y = as(a.in(1), compute);
   BroadcastIndex ix(out.shape(), x.shape()), iy(out.shape(), y.shape());
-  OpKind k = a.op.kind;
-  // Bool/integer operands compare and select exactly, also beyond 2^53.
-  bool exact = isIntegral(x.dtype()) && isIntegral(y.dtype());
-  bool select = k == OpKind::Maximum || k == OpKind::Minimum;
+  const bool integral = !isFloating(compute);
   for (int64_t i = 0; i < out.numel(); ++i) {
     const std::byte *px = elemPtr(x, ix(i)), *py = elemPtr(y, iy(i));
     std::byte *po = elemPtr(out, i);
-    if (exact && (isCompare(k) || (select && isIntegral(out.dtype())))) {
-      int64_t u = loadInt(x.dtype(), px), v = loadInt(y.dtype(), py);
-      if (isCompare(k))
-        storeIntSaturating(out.dtype(), po, compare(k, u, v));
-      else
-        storeIntSaturating(out.dtype(), po, (k == OpKind::Maximum) == (u > v) ? u : v);
-      continue;
+    if (integral) {
+      int64_t u = loadInt(compute, px), v = loadInt(compute, py);
+      storeIntWrapping(out.dtype(), po, isCompare(k) ? compare(k, u, v) : binaryInt(k, u, v));
+    } else {
+      double u = loadDouble(compute, px), v = loadDouble(compute, py);
+      storeDouble(out.dtype(), po, isCompare(k) ? compare(k, u, v) : binary(k, u, v));
     }
-    double u = loadDouble(x.dtype(), px), v = loadDouble(y.dtype(), py);
-    storeDouble(out.dtype(), po, isCompare(k) ? compare(k, u, v) : binary(k, u, v));
   }
   return out;
 }

@@ -19,10 +19,7 @@ void copyElem(const TensorData &from, int64_t src, TensorData &to, int64_t dst) 
 }
 
 void convertElem(const TensorData &from, int64_t src, TensorData &to, int64_t dst) {
-  if (from.dtype() == to.dtype())
-    copyElem(from, src, to, dst);
-  else
-    storeDouble(to.dtype(), elemPtr(to, dst), loadDouble(from.dtype(), elemPtr(from, src)));
+  convertElement(from.dtype(), elemPtr(from, src), to.dtype(), elemPtr(to, dst));
 }
 
 std::vector<int64_t> unravel(int64_t i, std::span<const int64_t> shape) {

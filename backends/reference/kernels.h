@@ -51,8 +51,7 @@ inline std::byte *elemPtr(TensorData &t, int64_t i) {
 }
 /// Copies element `src` of `from` to element `dst` of `to` (same dtype): exact for every dtype.
 void copyElem(const TensorData &from, int64_t src, TensorData &to, int64_t dst);
-/// Element `src` of `from` into element `dst` of `to`: raw bytes when the dtypes agree, else
-/// converted through double (loadDouble, storeDouble).
+/// Element `src` of `from` into element `dst` of `to`, converted as `cast` does (convertElement).
 void convertElem(const TensorData &from, int64_t src, TensorData &to, int64_t dst);
 inline bool isIntegral(DType t) { return !isFloating(t); }  // bool and integers
 

@@ -188,17 +188,7 @@ Expected<TensorData> evalCast(const KernelArgs &a) {
   FERRY_CHECK(a.result.dtype == attrDType(a.op, a.attrs, "to"))
       << "'cast' to " << dtypeName(attrDType(a.op, a.attrs, "to")) << " typed " << a.result.str();
   checkShape(a, x.shape());
-  TensorData out(a.result.dtype, a.result.shape);
-  // Bool/integer to bool/integer goes through int64, exact also beyond 2^53, and saturates as
-  // storeDouble does (not C++'s wrapping narrowing); everything else through double.
-  const bool exact = isIntegral(x.dtype()) && isIntegral(out.dtype());
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    if (exact)
-      storeIntSaturating(out.dtype(), elemPtr(out, i), loadInt(x.dtype(), elemPtr(x, i)));
-    else
-      storeDouble(out.dtype(), elemPtr(out, i), loadDouble(x.dtype(), elemPtr(x, i)));
-  }
-  return out;
+  return castTensor(x, a.result.dtype);  // convertElement: the one rule of cast
 }
 
 Expected<TensorData> evalConstant(const KernelArgs &a) {

@@ -17,8 +17,9 @@ TEST(ReferenceElementwise, Unary) {
   runCases({
       {"neg f32", "neg", {f32({3}, {1, -2.5, 0})}, {}, f32({3}, {-1, 2.5, -0.0})},
       {"neg i32", "neg", {ints(DType::I32, {2}, {3, -4})}, {}, ints(DType::I32, {2}, {-3, 4})},
-      // Saturates like storeDouble (torch wraps -(-128) to -128).
-      {"neg i8 saturates", "neg", {ints(DType::I8, {1}, {-128})}, {}, ints(DType::I8, {1}, {127})},
+      // Integer math wraps, as torch: -(-128) is -128 in i8, |-128| too.
+      {"neg i8 wraps", "neg", {ints(DType::I8, {1}, {-128})}, {}, ints(DType::I8, {1}, {-128})},
+      {"abs i8 wraps", "abs", {ints(DType::I8, {1}, {-128})}, {}, ints(DType::I8, {1}, {-128})},
       {"abs f32", "abs", {f32({3}, {-1.5, 2, -0.0})}, {}, f32({3}, {1.5, 2, 0})},
       {"abs i64", "abs", {ints(DType::I64, {2}, {-7, 7})}, {}, ints(DType::I64, {2}, {7, 7})},
       {"exp f32",
@@ -150,12 +151,34 @@ TEST(ReferenceElementwise, Binary) {
        {ints(DType::I64, {1}, {1000}), tensor(DType::F16, {1}, {0.5})},
        {},
        tensor(DType::F16, {1}, {1000.5})},
-      // Saturates like storeDouble (torch wraps).
-      {"add i32 saturates",
+      // Integer math is exact in int64 and wraps at the result's width, as torch.
+      {"add i32 wraps",
        "add",
        {ints(DType::I32, {1}, {2147483647}), ints(DType::I32, {1}, {1})},
        {},
-       ints(DType::I32, {1}, {2147483647})},
+       ints(DType::I32, {1}, {-2147483648LL})},
+      {"mul u8 wraps",
+       "mul",
+       {ints(DType::U8, {2}, {200, 16}), ints(DType::U8, {2}, {2, 16})},
+       {},
+       ints(DType::U8, {2}, {144, 0})},
+      {"i64 add is exact beyond 2^53",
+       "add",
+       {ints(DType::I64, {1}, {9007199254740993LL}), ints(DType::I64, {1}, {2})},
+       {},
+       ints(DType::I64, {1}, {9007199254740995LL})},
+      // The zero-dim i64 operand converts to u8 first (-1 wraps to 255), as torch:
+      // u8 [1, 2] - (-1) = [2, 3], and u8 [1] < (-1) compares 1 < 255.
+      {"u8 minus a zero-dim i64",
+       "sub",
+       {ints(DType::U8, {2}, {1, 2}), ints(DType::I64, {}, {-1})},
+       {},
+       ints(DType::U8, {2}, {2, 3})},
+      {"u8 less than a zero-dim i64 compares in u8",
+       "less",
+       {ints(DType::U8, {1}, {1}), ints(DType::I64, {}, {-1})},
+       {},
+       ints(DType::Bool, {1}, {1})},
       // 2049 and 2051 are ties in f16 (spacing 2 in [2048, 4096)): round to even.
       {"add f16 ties to even",
        "add",

@@ -117,7 +117,7 @@ TEST(Builder, NodeRecordsTheCallersLocation) {
   EXPECT_EQ(loc.file, here.file_name());
   EXPECT_EQ(loc.line, static_cast<int>(here.line()));
   EXPECT_GT(loc.col, 0);
-  EXPECT_TRUE(contains(loc.file, "builder_test.cpp")) << loc.file;
+  EXPECT_TRUE(contains(loc.file.str(), "builder_test.cpp")) << loc.file;
   // Inputs, params and outputs carry their declaration's location too.
   EXPECT_EQ(g->inputs()[0].loc.file, here.file_name());
   EXPECT_EQ(g->inputs()[0].loc.line, static_cast<int>(here.line()) - 1);

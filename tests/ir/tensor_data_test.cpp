@@ -15,18 +15,40 @@ double roundTrip(DType t, double v) {
   return loadDouble(t, buf);
 }
 
-TEST(TensorData, IntegersTruncateTowardZeroAndSaturate) {
-  EXPECT_EQ(roundTrip(DType::U8, 300.7), 255);
-  EXPECT_EQ(roundTrip(DType::U8, -4), 0);
-  EXPECT_EQ(roundTrip(DType::I8, -129), -128);
+// Truncated toward zero into int64 (saturating there), then wrapped to the width.
+TEST(TensorData, IntegersTruncateTowardZeroAndWrap) {
+  EXPECT_EQ(roundTrip(DType::U8, 300.7), 44);
+  EXPECT_EQ(roundTrip(DType::U8, -4), 252);
+  EXPECT_EQ(roundTrip(DType::I8, -129), 127);
   EXPECT_EQ(roundTrip(DType::I32, -1.5), -1);
   EXPECT_EQ(roundTrip(DType::I32, 2.9), 2);
-  EXPECT_EQ(roundTrip(DType::I32, 1e10), std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(roundTrip(DType::I32, 1e10), 1410065408);  // 1e10 mod 2^32
   EXPECT_EQ(roundTrip(DType::I32, std::nan("")), 0);
   EXPECT_EQ(roundTrip(DType::I64, 1e30), static_cast<double>(std::numeric_limits<int64_t>::max()));
   EXPECT_EQ(roundTrip(DType::I64, -1e30), static_cast<double>(std::numeric_limits<int64_t>::min()));
   EXPECT_EQ(roundTrip(DType::Bool, 0.25), 1);
   EXPECT_EQ(roundTrip(DType::Bool, 0.0), 0);
+}
+
+TEST(TensorData, CastsIntoIntegersWrapFromIntegersAndFloatsAlike) {
+  auto cast = [](TensorData x, DType to) {
+    std::vector<double> out;
+    TensorData y = castTensor(x, to);
+    for (int64_t i = 0; i < y.numel(); ++i)
+      out.push_back(loadDouble(to, y.bytes().data() + i * dtypeSize(to)));
+    return out;
+  };
+  const std::vector<double> big{300, -1, -129, 5e9};
+  EXPECT_EQ(cast(TensorData::fromDoubles(DType::I64, {4}, big), DType::U8),
+            (std::vector<double>{44, 255, 127, 0}));  // 5e9 = 0x12A05F200
+  EXPECT_EQ(cast(TensorData::fromDoubles(DType::I64, {4}, big), DType::I8),
+            (std::vector<double>{44, -1, 127, 0}));
+  EXPECT_EQ(cast(TensorData::fromDoubles(DType::I64, {4}, big), DType::I32),
+            (std::vector<double>{300, -1, -129, 705032704}));
+  EXPECT_EQ(cast(TensorData::fromDoubles(DType::F64, {4}, big), DType::U8),
+            (std::vector<double>{44, 255, 127, 0}));  // as from i64: one rule
+  EXPECT_EQ(cast(TensorData::fromDoubles(DType::I64, {4}, big), DType::Bool),
+            (std::vector<double>{1, 1, 1, 1}));
 }
 
 TEST(TensorData, HalfTypesRoundToNearestEven) {

@@ -42,6 +42,22 @@ TEST(Verifier, RejectsAResultTypeTheOpDoesNotGive) {
   EXPECT_EQ(s.diagnostics()[0].loc, (Location{"t.fy", 3, 3}));
 }
 
+TEST(Verifier, ReportsEveryValueWhoseNameAnEarlierValueHas) {
+  Graph g = smallGraph();
+  ValueId z = g.addInput("z", {DType::F32, {2, 3}}, Device::cpu(), {});
+  ValueId w = g.addInput("w", {DType::F32, {2, 3}}, Device::cpu(), {});
+  // Written past the graph's API (rename() refuses taken names): a broken pass could do it.
+  g.value(z).name = "x";
+  g.value(w).name = "x";
+  Status s = verify(g);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.diagnostics().size(), 2u) << messages(s);
+  for (const Diagnostic &d : s.diagnostics()) EXPECT_EQ(d.message, "value name %x is used twice");
+  g.value(z).name = "z";
+  g.value(w).name = "w";
+  EXPECT_TRUE(verify(g).ok());
+}
+
 TEST(Verifier, RejectsUseBeforeDefinitionAndReportsAllProblems) {
   Graph g("bad");
   ValueId x = g.addInput("x", {DType::F32, {2}}, Device::cpu(), {});
@@ -111,6 +127,12 @@ TEST(Graph, NamesAreUniqueAndFreshNamesSkipTakenOnes) {
   EXPECT_EQ(g.producer(*g.findValue("out"))->op, OpKind::Relu);
   EXPECT_EQ(g.producer(*g.findValue("x")), nullptr);
   EXPECT_EQ(g.inputOf(*g.findValue("x")).device, Device::cpu());
+  const ValueId x = *g.findValue("x"), out = *g.findValue("out");
+  g.swapNames(x, out);
+  EXPECT_EQ(g.value(x).name, "out");
+  EXPECT_EQ(*g.findValue("out"), x);
+  EXPECT_EQ(*g.findValue("x"), out);
+  EXPECT_TRUE(verify(g).ok());
 }
 
 }  // namespace

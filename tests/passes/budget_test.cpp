@@ -6,27 +6,10 @@
 #include "ir/parser.h"
 #include "passes/compile.h"
 #include "passes/pass.h"
+#include "passes/pass_test_util.h"
 
 namespace ferry {
 namespace {
-
-// A graph as the passes before the budget leave it, written by hand: each statement's `@device`
-// becomes its value's device.
-Graph placed(std::string_view text) {
-  Expected<Graph> parsed = parseGraph(text, "m.fy");
-  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-  Graph g = std::move(parsed).value();
-  for (ParamDecl &p : g.params()) g.value(p.value).device = p.pin;
-  for (NodeId id : g.order()) {
-    Node &n = g.node(id);
-    g.value(n.result).device = n.pinDevice;
-    if (n.op == OpKind::Cast || n.op == OpKind::Transfer) {
-      n.pinDevice.reset();
-      n.inserted = true;
-    }
-  }
-  return g;
-}
 
 std::vector<Diagnostic> budgetDiagnostics(const Graph &g, const Budgets &b) {
   CompileOptions o;
@@ -57,11 +40,11 @@ TEST(Budget, ADeviceToHostCopyIsRejectedWithD2hErrorNamingTheEdgeAndItsBytes) {
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(ds[0].severity, Severity::Error);
   EXPECT_EQ(ds[0].code, "budget");
-  EXPECT_EQ(ds[0].loc, (Location{"m.fy", 4, 3}));
+  EXPECT_EQ(ds[0].loc, (Location{"t.fy", 4, 3}));
   EXPECT_EQ(text(ds),
-            "m.fy:4:3: error: device-to-host transfer of %a from cuda:0 to cpu: 32768 bytes per "
+            "t.fy:4:3: error: device-to-host transfer of %a from cuda:0 to cpu: 32768 bytes per "
             "run (f32[32,256]), budget d2h=error [budget]\n"
-            "m.fy:5:3: note: needed on cpu by %y\n"
+            "t.fy:5:3: note: needed on cpu by %y\n"
             "  fix: pin %y to cuda:0, or allow d2h transfers\n");
 }
 
@@ -71,9 +54,9 @@ TEST(Budget, WithD2hWarnItCompilesWithAWarningAndWithAllowSilently) {
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(ds[0].severity, Severity::Warning);
   EXPECT_EQ(text(ds),
-            "m.fy:4:3: warning: device-to-host transfer of %a from cuda:0 to cpu: 32768 bytes per "
+            "t.fy:4:3: warning: device-to-host transfer of %a from cuda:0 to cpu: 32768 bytes per "
             "run (f32[32,256]), budget d2h=warn [budget]\n"
-            "m.fy:5:3: note: needed on cpu by %y\n"
+            "t.fy:5:3: note: needed on cpu by %y\n"
             "  fix: pin %y to cuda:0, or allow d2h transfers\n");
   EXPECT_TRUE(budgetDiagnostics(g, {}).empty());
   // Budgets of the other directions do not apply to this copy.
@@ -100,25 +83,25 @@ TEST(Budget, EveryDirectionIsClassifiedAndEveryOffenderReportedInOneRun) {
                                                      .h2h = BudgetAction::Warn});
   ASSERT_EQ(ds.size(), 5u);
   EXPECT_EQ(text(ds),
-            "m.fy:3:3: warning: host-to-device transfer of %x from cpu to cuda:0: 16 bytes per "
+            "t.fy:3:3: warning: host-to-device transfer of %x from cpu to cuda:0: 16 bytes per "
             "run (f32[4]), budget h2d=warn [budget]\n"
-            "m.fy:4:3: note: needed on cuda:0 by %b, %e\n"
+            "t.fy:4:3: note: needed on cuda:0 by %b, %e\n"
             "  fix: pin %b, %e to cpu, or allow h2d transfers\n"
-            "m.fy:4:3: error: device-to-device transfer of %a from cuda:0 to cuda:1: 16 bytes per "
+            "t.fy:4:3: error: device-to-device transfer of %a from cuda:0 to cuda:1: 16 bytes per "
             "run (f32[4]), budget d2d=error [budget]\n"
-            "m.fy:6:3: note: needed on cuda:1 by %d\n"
+            "t.fy:6:3: note: needed on cuda:1 by %d\n"
             "  fix: pin %d to cuda:0, or allow d2d transfers\n"
-            "m.fy:5:3: warning: host-to-host transfer of %x from cpu to cpu:1: 16 bytes per run "
+            "t.fy:5:3: warning: host-to-host transfer of %x from cpu to cpu:1: 16 bytes per run "
             "(f32[4]), budget h2h=warn [budget]\n"
-            "m.fy:9:14: note: output %c is pinned to cpu:1\n"
+            "t.fy:9:14: note: output %c is pinned to cpu:1\n"
             "  fix: leave output %c on cpu (drop its @cpu:1 pin), or allow h2h transfers\n"
-            "m.fy:6:3: error: device-to-host transfer of %b from cuda:1 to cpu: 16 bytes per run "
+            "t.fy:6:3: error: device-to-host transfer of %b from cuda:1 to cpu: 16 bytes per run "
             "(f32[4]), budget d2h=error [budget]\n"
-            "m.fy:8:3: note: needed on cpu by %s\n"
+            "t.fy:8:3: note: needed on cpu by %s\n"
             "  fix: pin %s to cuda:1, or allow d2h transfers\n"
-            "m.fy:7:3: error: device-to-host transfer of %a from cuda:0 to cpu: 16 bytes per run "
+            "t.fy:7:3: error: device-to-host transfer of %a from cuda:0 to cpu: 16 bytes per run "
             "(f32[4]), budget d2h=error [budget]\n"
-            "m.fy:8:3: note: needed on cpu by %s\n"
+            "t.fy:8:3: note: needed on cpu by %s\n"
             "  fix: pin %s to cuda:0, or allow d2h transfers\n");
 }
 
@@ -129,7 +112,7 @@ TEST(BudgetEndToEnd, D2hErrorRejectsTheModelD2hWarnCompilesItWithAWarning) {
   %y = relu(%x)
   output %y @cpu
 })";
-  Expected<Graph> g = parseGraph(model, "m.fy");
+  Expected<Graph> g = parseGraph(model, "t.fy");
   ASSERT_TRUE(g.ok());
   CompileOptions o;
   o.devices = {Device::cpu(), Device::cuda(0)};
@@ -173,8 +156,8 @@ TEST(Budget, MaxTransferBytesIsAPerRunTotalOneErrorListingEachTransfer) {
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(text(ds),
             "error: transfers move 64 bytes per run, over max_transfer_bytes=63 [budget]\n"
-            "m.fy:3:3: note: transfer of %x from cpu to cuda:0: 32 bytes\n"
-            "m.fy:7:3: note: transfer of %f from cuda:0 to cpu: 32 bytes\n"
+            "t.fy:3:3: note: transfer of %x from cpu to cuda:0: 32 bytes\n"
+            "t.fy:7:3: note: transfer of %f from cuda:0 to cpu: 32 bytes\n"
             "  fix: pin the values so that less data crosses devices, or raise "
             "max_transfer_bytes\n");
 }
@@ -186,8 +169,8 @@ TEST(Budget, MaxCastsCountsTheCastsLeftOneErrorListingEachCast) {
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(text(ds),
             "error: 2 casts are left in the graph, over max_casts=1 [budget]\n"
-            "m.fy:4:3: note: cast of %a from f32 to f16 on cuda:0: 32 -> 16 bytes\n"
-            "m.fy:6:3: note: cast of %r from f16 to f32 on cuda:0: 16 -> 32 bytes\n"
+            "t.fy:4:3: note: cast of %a from f32 to f16 on cuda:0: 32 -> 16 bytes\n"
+            "t.fy:6:3: note: cast of %r from f16 to f32 on cuda:0: 16 -> 32 bytes\n"
             "  fix: give params and inputs the dtypes the ops compute in, or raise max_casts\n");
   // Both limits and a direction at once: all three reported in one run.
   EXPECT_EQ(budgetDiagnostics(g, {.d2h = BudgetAction::Error, .maxTransferBytes = 0, .maxCasts = 0})

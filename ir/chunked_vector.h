@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <utility>
@@ -45,9 +46,51 @@ template <class T, size_t kChunkBits = 10> class ChunkedVector {
   T &operator[](size_t i) { return chunks_[i >> kChunkBits].get()[i & (kChunk - 1)]; }
   const T &operator[](size_t i) const { return chunks_[i >> kChunkBits].get()[i & (kChunk - 1)]; }
 
+  /// Iterates in index order (a forward iterator over the elements).
+  template <class Owner, class Elem> class Iter {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    using pointer = Elem *;
+    using reference = Elem &;
+    Iter() = default;
+    Iter(Owner *owner, size_t i) : owner_(owner), i_(i) {}
+    Elem &operator*() const { return (*owner_)[i_]; }
+    Elem *operator->() const { return &(*owner_)[i_]; }
+    Iter &operator++() {
+      ++i_;
+      return *this;
+    }
+    Iter operator++(int) {
+      Iter old = *this;
+      ++i_;
+      return old;
+    }
+    bool operator==(const Iter &o) const { return i_ == o.i_; }
+
+   private:
+    Owner *owner_ = nullptr;
+    size_t i_ = 0;
+  };
+  using iterator = Iter<ChunkedVector, T>;
+  using const_iterator = Iter<const ChunkedVector, const T>;
+  iterator begin() { return {this, 0}; }
+  iterator end() { return {this, size_}; }
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, size_}; }
+
+  T &back() { return (*this)[size_ - 1]; }
+  const T &back() const { return (*this)[size_ - 1]; }
+
+  /// Destroys the elements from index `n` on (their chunks stay for reuse).
+  void truncate(size_t n) {
+    while (size_ > n) (*this)[--size_].~T();
+  }
+
   template <class... Args> T &emplace_back(Args &&...args) {
     if (size_ == chunks_.size() * kChunk) chunks_.emplace_back(allocateChunk());
-    T *slot = chunks_.back().get() + (size_ & (kChunk - 1));
+    T *slot = chunks_[size_ >> kChunkBits].get() + (size_ & (kChunk - 1));
     ::new (static_cast<void *>(slot)) T(std::forward<Args>(args)...);
     ++size_;
     return *slot;
@@ -55,8 +98,7 @@ template <class T, size_t kChunkBits = 10> class ChunkedVector {
   void push_back(T value) { emplace_back(std::move(value)); }
 
   void clear() {
-    for (size_t i = size_; i > 0; --i) (*this)[i - 1].~T();
-    size_ = 0;
+    truncate(0);
     chunks_.clear();
   }
 

@@ -12,7 +12,8 @@ ValueId Graph::addValue(std::string name, TensorType type, ValueKind kind, int32
   auto id = static_cast<ValueId>(values_.size());
   auto [it, inserted] = byName_.emplace(name, id);
   FERRY_CHECK(inserted) << "value name %" << name << " is taken";
-  values_.push_back(Value{id, std::move(name), std::move(type), kind, def, std::nullopt, {}, {}});
+  values_.push_back(Value{id, std::move(name), std::move(type), kind, def, std::nullopt});
+  reasons_.emplace_back();
   return id;
 }
 
@@ -87,7 +88,7 @@ void Graph::removeParamsIf(const std::function<bool(ValueId)> &drop) {
     if (kept != i) params_[kept] = std::move(p);
     ++kept;
   }
-  params_.erase(params_.begin() + static_cast<std::ptrdiff_t>(kept), params_.end());
+  params_.truncate(kept);
 }
 
 std::vector<std::vector<NodeId>> Graph::users() const {

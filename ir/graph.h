@@ -55,8 +55,9 @@ struct Value {
   ValueKind kind = ValueKind::Result;
   int32_t def = -1;  ///< Input: index in inputs(); Param: index in params(); Result: NodeId
   std::optional<Device> device;
-  Reason deviceReason;  ///< why `device` (placement)
-  Reason dtypeReason;   ///< why `type.dtype`, when a pass chose it (dtype pass)
+  // Why it has its device and dtype: Graph::deviceReason(id), Graph::dtypeReason(id), kept
+  // beside the values (only diagnostics and dumps read them; the passes' sweeps over values
+  // should not carry them through the cache).
 };
 
 /// How a param's data was written, so that printing writes the same initializer back.
@@ -150,6 +151,12 @@ class Graph {
   /// listed twice), in order.
   std::vector<std::vector<NodeId>> users() const;
 
+  /// Why `v` is on its device (placement) and has its dtype (when the dtype pass chose it).
+  const Reason &deviceReason(ValueId v) const { return reasons(v).device; }
+  Reason &deviceReason(ValueId v) { return reasons(v).device; }
+  const Reason &dtypeReason(ValueId v) const { return reasons(v).dtype; }
+  Reason &dtypeReason(ValueId v) { return reasons(v).dtype; }
+
   // Inline: every pass reads values and nodes in its inner loop.
   const Value &value(ValueId id) const {
     if (static_cast<size_t>(id) >= values_.size()) [[unlikely]]
@@ -194,8 +201,13 @@ class Graph {
   /// Nodes in topological order.
   std::span<const NodeId> order() const { return order_; }
   std::span<const InputDecl> inputs() const { return inputs_; }
-  std::span<const ParamDecl> params() const { return params_; }
-  std::span<ParamDecl> params() { return params_; }
+  /// In declaration order; chunked like values (folding casts adds params while passes run).
+  const ChunkedVector<ParamDecl> &params() const { return params_; }
+  /// Param `i` to change in place (its data, pin, initializer); its value and type stay.
+  ParamDecl &param(size_t i) {
+    FERRY_CHECK(i < params_.size()) << "param " << i << " of " << params_.size();
+    return params_[i];
+  }
   std::span<const OutputDecl> outputs() const { return outputs_; }
   size_t valueCount() const { return values_.size(); }
   size_t nodeCount() const { return nodes_.size(); }
@@ -211,6 +223,18 @@ class Graph {
   void swapNames(ValueId a, ValueId b);
 
  private:
+  struct ValueReasons {
+    Reason device, dtype;
+  };
+  const ValueReasons &reasons(ValueId v) const {
+    value(v);  // range check
+    return reasons_[static_cast<size_t>(v)];
+  }
+  ValueReasons &reasons(ValueId v) {
+    value(v);
+    return reasons_[static_cast<size_t>(v)];
+  }
+
   /// Aborts: an id outside the graph is a bug of the caller (negative ids wrap to huge sizes).
   [[noreturn]] static void badId(const char *what, int32_t id);
   /// Aborts: paramOf/inputOf asked about a value of another kind ("a param", "an input").
@@ -220,9 +244,10 @@ class Graph {
   std::string name_;
   ChunkedVector<Value> values_;  // never move: references stay valid while nodes are added
   ChunkedVector<Node> nodes_;
+  ChunkedVector<ValueReasons> reasons_;  // one per value, same index
   std::vector<NodeId> order_;
   std::vector<InputDecl> inputs_;
-  std::vector<ParamDecl> params_;
+  ChunkedVector<ParamDecl> params_;
   std::vector<OutputDecl> outputs_;
   struct NameHash {  // lets find() take a string_view without building a string
     using is_transparent = void;

@@ -80,7 +80,7 @@ void checkDirections(const Graph &g, PassContext &ctx) {
     const std::string names = readers(g, n.result, users);
     if (!names.empty())
       diag.note("needed on " + to.str() + " by " + names, g.node(users[n.result][0]).loc);
-    const Reason &why = g.value(x).deviceReason;
+    const Reason &why = g.deviceReason(x);
     if (why.kind != Reason::Kind::None && !why.detail.empty())
       diag.note(ref(g, x) + " is on " + from.str() + ": " + why.detail, why.loc);
     std::string fix;

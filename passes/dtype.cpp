@@ -18,7 +18,7 @@
 // internally. promote: rule c for every op, GEMMs and norms included.
 // Only data operands are cast (`:bool`/`:int` operands never are); cast and constant (FromAttr)
 // compute nothing and ignore pins. A GEMM or conv in f16/bf16 accumulates in f32: that is the
-// contract of every low-precision GEMM/conv kernel, so it is recorded in the node's dtypeReason,
+// contract of every low-precision GEMM/conv kernel, so it is recorded in its result's dtype reason,
 // not as a pin (a pin would read back as a user's constraint and change the other policies).
 //
 // Invariants afterwards (when no error is reported):
@@ -182,9 +182,9 @@ class DTypePass {
     if (c.source == Source::Pin || c.source == Source::AutocastLow ||
         c.source == Source::AutocastF32 || casted) {
       if (!detail) detail = &describe(id, c);
-      result.dtypeReason = Reason{Reason::Kind::Rule, -1, g_.node(id).loc, *detail};
+      g_.dtypeReason(result.id) = Reason{Reason::Kind::Rule, -1, g_.node(id).loc, *detail};
     } else if (flags_[result.id] & kRetyped) {
-      result.dtypeReason = Reason{Reason::Kind::Inherited, firstChangedData(id), {}, {}};
+      g_.dtypeReason(result.id) = Reason{Reason::Kind::Inherited, firstChangedData(id), {}, {}};
     }
   }
 
@@ -255,7 +255,7 @@ class DTypePass {
     Diagnostic &d = ctx_.diags.error(err->code, n.loc, err->message);
     if (detail) d.note("its operands were cast to " + name(c.dtype) + ": " + *detail);
     for (ValueId o : n.operands) {
-      const Reason &why = g_.value(o).dtypeReason;
+      const Reason &why = g_.dtypeReason(o);
       if (static_cast<size_t>(o) < firstNew_ && (flags_[o] & kRetyped) && !why.detail.empty())
         d.note(valueRef(g_, o) + " is " + name(g_.value(o).type.dtype) + ": " + why.detail);
     }
@@ -347,8 +347,8 @@ class DTypePass {
     pending_.emplace_back(at, c);
     Value &r = g_.value(g_.node(c).result);
     r.device = device;
-    r.deviceReason = Reason{Reason::Kind::Inserted, v, loc, {}};
-    r.dtypeReason = Reason{Reason::Kind::Rule, v, std::move(loc), detail};
+    g_.deviceReason(r.id) = Reason{Reason::Kind::Inserted, v, loc, {}};
+    g_.dtypeReason(r.id) = Reason{Reason::Kind::Rule, v, std::move(loc), detail};
     ++ctx_.stats.castsInserted;
     it->second = r.id;
     return r.id;
@@ -373,7 +373,7 @@ class DTypePass {
     if (p.inserted && p.op == OpKind::Transfer)
       return "copy of " + valueRef(g_, p.operands[0]) + ", " + origin(p.operands[0]);
     std::string s = "result of '" + std::string(p.info().name) + "' at " + p.loc.str();
-    if (!val.dtypeReason.detail.empty()) s += " (" + val.dtypeReason.detail + ")";
+    if (const Reason &why = g_.dtypeReason(v); !why.detail.empty()) s += " (" + why.detail + ")";
     return s;
   }
 

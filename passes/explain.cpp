@@ -23,7 +23,7 @@ std::string ref(const Graph &g, ValueId v) {
 // One step of the chain (its text only when `text`); `next` is the value it continues with, or -1.
 std::string step(const Graph &g, ValueId v, ValueId &next, bool text) {
   const Value &val = g.value(v);
-  const Reason &r = val.deviceReason;
+  const Reason &r = g.deviceReason(v);
   bool hasFrom = r.from >= 0 && static_cast<size_t>(r.from) < g.valueCount();
   bool follows =
       hasFrom && (r.kind == Reason::Kind::Inherited || r.kind == Reason::Kind::FromConsumer ||

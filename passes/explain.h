@@ -11,7 +11,7 @@ namespace ferry {
 /// The chain of reasons that put `v` on its device, newest first, joined by " <- ": e.g.
 /// "inherited from %h (mlp.fy:4:3) <- input 'x', declared at mlp.fy:2:3". Each step follows
 /// Reason::from; long chains keep their first and last steps and say how many were left out.
-/// Reads only the graph (Value::deviceReason), so it explains any placed graph. Pre: none (a value
+/// Reads only the graph (Graph::deviceReason), so it explains any placed graph. Pre: none (a value
 /// that was never placed reads "not placed").
 std::string explainDevice(const Graph &graph, ValueId v);
 

@@ -19,7 +19,7 @@
 //                and output pin must be an available device
 //   2. seed      inputs on their declared device, pinned params on their pin
 //   3. decide    the policy's rules give every value a device and a Reason (Value::device,
-//                Value::deviceReason): every input, param and node result, dead ones aside
+//                Graph::deviceReason): every input, param and node result, dead ones aside
 //   4. insert    unless there were errors: one transfer per (value, destination device), right
 //                after the producer (inputs' and params' at the start), its result named like
 //                `x.cuda0`; every consumer on that device reads it. Transfers already in the
@@ -65,14 +65,14 @@ void Placer::place(ValueId v, Label l, Reason reason) {
   label[v] = l;
   Value &val = graph.value(v);
   val.device = devices[l];
-  val.deviceReason = std::move(reason);
+  graph.deviceReason(v) = std::move(reason);
 }
 
 void Placer::place(ValueId v, Label l, Reason::Kind kind, ValueId from) {
   label[v] = l;
   Value &val = graph.value(v);
   val.device = devices[l];
-  Reason &r = val.deviceReason;
+  Reason &r = graph.deviceReason(v);
   r.kind = kind;
   r.from = from;
   if (r.loc.known() || !r.loc.file.empty()) r.loc = {};

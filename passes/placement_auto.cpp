@@ -301,14 +301,14 @@ class AutoPlacer {
       if (i + kPrefetchAhead < free_.size()) {
         const Value &ahead = g_.value(free_[i + kPrefetchAhead]);
         __builtin_prefetch(&ahead.device, 1);
-        __builtin_prefetch(&ahead.deviceReason.detail, 1);
+        __builtin_prefetch(&g_.deviceReason(free_[i + kPrefetchAhead]).detail, 1);
       }
       ValueId v = free_[i];
       Label l = p_.label[v];
       int32_t row = costRow_[v];
       if (row >= 0 && !sourceRow_[row]) {
         p_.place(v, l, Kind::CostModel, -1);
-        g_.value(v).deviceReason.detail = costText(row, l);
+        g_.deviceReason(v).detail = costText(row, l);
         continue;
       }
       // A param or constant costs nothing anywhere: it sits with (the first of) its users.

@@ -375,8 +375,8 @@ class Simplifier {
         g_.value(x).type);
     Value &r = g_.value(g_.node(id).result);
     r.device = g_.value(x).device;
-    r.deviceReason = {Reason::Kind::Inherited, x, {}, "keeps the name of output %" + name};
-    r.dtypeReason = {Reason::Kind::Inherited, x, {}, ""};
+    g_.deviceReason(r.id) = {Reason::Kind::Inherited, x, {}, "keeps the name of output %" + name};
+    g_.dtypeReason(r.id) = {Reason::Kind::Inherited, x, {}, ""};
     g_.node(id).inserted = true;
     grow();
     ++uses_[x];
@@ -392,8 +392,8 @@ class Simplifier {
 
   // Makes a transfer or cast of `x`, visits it (it may fold or merge) and returns what stands
   // for its result.
-  ValueId make(OpKind op, ValueId x, AttrValue attr, Location loc, Reason deviceReason,
-               Reason dtypeReason) {
+  ValueId make(OpKind op, ValueId x, AttrValue attr, Location loc, Reason deviceWhy,
+               Reason dtypeWhy) {
     const OpInfo &info = opInfo(op);
     const Value &vx = g_.value(x);
     // What visiting the new node would reduce it to at once, without making it.
@@ -401,7 +401,7 @@ class Simplifier {
                            : std::get<Device>(attr) == *vx.device)
       return x;
     if (op == OpKind::Cast && vx.kind == ValueKind::Param)
-      return foldParam(x, std::get<DType>(attr), loc, dtypeReason);
+      return foldParam(x, std::get<DType>(attr), loc, dtypeWhy);
     TensorType type = vx.type;
     Device device = *vx.device;
     std::string name;
@@ -421,8 +421,8 @@ class Simplifier {
     n.inserted = true;
     Value &r = g_.value(n.result);
     r.device = device;
-    r.deviceReason = std::move(deviceReason);
-    r.dtypeReason = std::move(dtypeReason);
+    g_.deviceReason(r.id) = std::move(deviceWhy);
+    g_.dtypeReason(r.id) = std::move(dtypeWhy);
     grow();
     fresh_[r.id] = 1;
     ++uses_[x];
@@ -533,7 +533,7 @@ class Simplifier {
       const std::string name = vx.name + "." + std::string(dtypeName(to));
       if (g_.value(result).name == name && outputs_[result] == 0)
         g_.rename(result, g_.uniqueName(name + ".folded"));
-      ValueId folded = foldParam(x, to, n.loc, g_.value(result).dtypeReason);
+      ValueId folded = foldParam(x, to, n.loc, g_.dtypeReason(result));
       replace(result, folded);
       return Outcome::Replaced;
     }
@@ -561,27 +561,27 @@ class Simplifier {
                       "the " + std::string(dtypeName(s)) + " -> " + std::string(dtypeName(from)) +
                           " cast before the transfer is undone after it: " + bytesPerElem(s) +
                           "/elem sent instead of " + std::to_string(dtypeSize(from))};
-      ValueId t = make(OpKind::Transfer, x0, b, p->loc, g_.value(x).deviceReason, dtypeWhy);
+      ValueId t = make(OpKind::Transfer, x0, b, p->loc, g_.deviceReason(x), dtypeWhy);
       setOperand(id, 0, t);
       return Outcome::Changed;
     }
     if (dtypeSize(to) < dtypeSize(from) && castAllowedOn(n, a)) {
       if (uses_[x] > 1) return declined(x);
       // In place: the transfer node becomes the cast on A, this node the transfer of its result.
-      const Reason transferWhy = vx.deviceReason, castDType = g_.value(result).dtypeReason;
+      const Reason transferWhy = g_.deviceReason(vx.id), castDType = g_.dtypeReason(result);
       swapKinds(p->id, id);
       Value &moved = g_.value(x);
       moved.type.dtype = to;
       moved.device = a;
-      moved.deviceReason = {Reason::Kind::Inserted, x1, g_.node(p->id).loc,
-                            "cast moved before the transfer to " + b.str() + ": " +
-                                bytesPerElem(to) + "/elem instead of " +
-                                std::to_string(dtypeSize(from))};
-      moved.dtypeReason = castDType;
+      g_.deviceReason(moved.id) = {Reason::Kind::Inserted, x1, g_.node(p->id).loc,
+                                   "cast moved before the transfer to " + b.str() + ": " +
+                                       bytesPerElem(to) + "/elem instead of " +
+                                       std::to_string(dtypeSize(from))};
+      g_.dtypeReason(moved.id) = castDType;
       g_.rename(x, g_.uniqueName(g_.value(x1).name + "." + std::string(dtypeName(to))));
       Value &r = g_.value(result);
-      r.deviceReason = transferWhy;
-      r.dtypeReason = {Reason::Kind::Inherited, x, {}, ""};
+      g_.deviceReason(r.id) = transferWhy;
+      g_.dtypeReason(r.id) = {Reason::Kind::Inherited, x, {}, ""};
       visit(p->id);  // the cast may fold (a param) or merge
       return Outcome::Changed;
     }
@@ -629,21 +629,22 @@ class Simplifier {
     if (dtypeSize(t) <= dtypeSize(s) || !castAllowedOn(*p, to)) return Outcome::None;
     if (uses_[x] > 1) return declined(x);
     // In place: the cast node becomes the transfer of x0, this node the cast of its result.
-    const Reason transferWhy = g_.value(n.result).deviceReason, castDType = vx.dtypeReason;
+    const Reason transferWhy = g_.deviceReason(n.result), castDType = g_.dtypeReason(vx.id);
     const ValueId result = n.result;
     const NodeId inner = p->id;
     swapKinds(inner, id);
     Value &moved = g_.value(x);
     moved.type.dtype = s;
     moved.device = to;
-    moved.deviceReason = transferWhy;
-    moved.dtypeReason = {Reason::Kind::Inherited, x0, {}, ""};
+    g_.deviceReason(moved.id) = transferWhy;
+    g_.dtypeReason(moved.id) = {Reason::Kind::Inherited, x0, {}, ""};
     g_.rename(x, g_.uniqueName(g_.value(x0).name + "." + deviceSuffix(to)));
     Value &r = g_.value(result);
-    r.deviceReason = {Reason::Kind::Inserted, x, g_.node(id).loc,
-                      "cast moved after the transfer to " + to.str() + ": " + bytesPerElem(s) +
-                          "/elem instead of " + std::to_string(dtypeSize(t))};
-    r.dtypeReason = castDType;
+    g_.deviceReason(r.id) = {Reason::Kind::Inserted, x, g_.node(id).loc,
+                             "cast moved after the transfer to " + to.str() + ": " +
+                                 bytesPerElem(s) + "/elem instead of " +
+                                 std::to_string(dtypeSize(t))};
+    g_.dtypeReason(r.id) = castDType;
     visit(inner);  // the transfer may merge with one already there
     return Outcome::Changed;
   }
@@ -659,9 +660,9 @@ class Simplifier {
     if (dtypeSize(t) <= dtypeSize(s) || !ctx_.options.capabilities.supports(to, OpKind::Cast, t))
       return Outcome::None;
     if (uses_[folded] > 1) return declined(folded);
-    const Reason castDType = g_.value(folded).dtypeReason;
+    const Reason castDType = g_.dtypeReason(folded);
     const Location loc = n.loc;
-    ValueId moved = make(OpKind::Transfer, source, to, loc, g_.value(n.result).deviceReason,
+    ValueId moved = make(OpKind::Transfer, source, to, loc, g_.deviceReason(n.result),
                          {Reason::Kind::Inherited, source, {}, ""});
     Reason deviceWhy{Reason::Kind::Inserted, moved, loc,
                      "cast moved after the transfer to " + to.str() + ": " + bytesPerElem(s) +
@@ -690,7 +691,7 @@ class Simplifier {
   ValueId foldParam(ValueId p, DType to, const Location &loc, const Reason &castWhy) {
     auto key = std::make_pair(p, to);
     if (auto it = foldMemo_.find(key); it != foldMemo_.end()) return it->second;
-    const ParamDecl decl = g_.paramOf(p);  // a copy: addParam may reallocate
+    const ParamDecl &decl = g_.paramOf(p);  // params never move while one is added
     const Value &vp = g_.value(p);
     Initializer init = decl.init;
     const bool keep = init.kind == Initializer::Kind::Zeros ||
@@ -704,8 +705,8 @@ class Simplifier {
     ValueId v = g_.addParam(std::move(name), castTensor(decl.data, to), init, decl.pin, decl.loc);
     Value &nv = g_.value(v);
     nv.device = device;
-    nv.deviceReason = {Reason::Kind::Inserted, p, loc, detail};
-    nv.dtypeReason = dtypeWhy;
+    g_.deviceReason(nv.id) = {Reason::Kind::Inserted, p, loc, detail};
+    g_.dtypeReason(nv.id) = dtypeWhy;
     grow();
     fresh_[v] = 1;
     foldMemo_.emplace(key, v);
@@ -718,7 +719,7 @@ class Simplifier {
     const OpInfo &info = opInfo(OpKind::Constant);
     TensorData data = castTensor(attrTensor(info, constant.attrs, "value"), to);
     const std::string detail = "folded cast of %" + vk.name + " at compile time";
-    const Reason dtypeWhy = foldDTypeReason(g_.value(cast.result).dtypeReason, cast.loc, detail);
+    const Reason dtypeWhy = foldDTypeReason(g_.dtypeReason(cast.result), cast.loc, detail);
     const Reason deviceWhy{Reason::Kind::Inserted, constant.result, cast.loc, detail};
     const Device device = *vk.device;
     const NodeId anchor = constant.id;
@@ -732,8 +733,8 @@ class Simplifier {
     g_.node(id).inserted = true;
     Value &r = g_.value(g_.node(id).result);
     r.device = device;
-    r.deviceReason = deviceWhy;
-    r.dtypeReason = dtypeWhy;
+    g_.deviceReason(r.id) = deviceWhy;
+    g_.dtypeReason(r.id) = dtypeWhy;
     grow();
     if (folds_.size() <= static_cast<size_t>(id)) folds_.resize(id + 1, 0);
     folds_[id] = 1;

@@ -79,7 +79,7 @@ TEST(Verifier, RejectsUseBeforeDefinitionAndReportsAllProblems) {
 TEST(Verifier, RejectsParamDataOfAnotherTypeAndWrongAttributeKinds) {
   Graph g("p");
   ValueId w = g.addParam("w", TensorData::zeros(DType::F32, {2}), {}, std::nullopt, {"t.fy", 1, 1});
-  g.params()[0].data = TensorData::zeros(DType::F32, {3});
+  g.param(0).data = TensorData::zeros(DType::F32, {3});
   Expected<Attrs> attrs = makeAttrs(opInfo(OpKind::Softmax), {}, {});
   ASSERT_TRUE(attrs.ok());
   (*attrs)[0] = 1.5;  // axis must be an int

@@ -116,6 +116,12 @@ struct Outcome {
     EXPECT_TRUE(v.has_value()) << "no value %" << name << " in\n" << printGraph(graph);
     return graph.value(v.value_or(0));
   }
+  const Reason &deviceReason(std::string_view name) const {
+    return graph.deviceReason(value(name).id);
+  }
+  const Reason &dtypeReason(std::string_view name) const {
+    return graph.dtypeReason(value(name).id);
+  }
   const Node &producer(std::string_view name) const {
     const Node *p = graph.producer(value(name).id);
     EXPECT_NE(p, nullptr) << "%" << name;
@@ -199,10 +205,10 @@ TEST(DTypeStory4, PromoteInsertsExactlyOneCastOfTheWeight) {
   EXPECT_EQ(attrDType(cast.info(), cast.attrs, "to"), F32);
   EXPECT_EQ(r.operand("w.f32", 0), "w");
   EXPECT_EQ(r.value("w.f32").device, Device::cpu());
-  EXPECT_EQ(r.value("w.f32").dtypeReason.kind, Reason::Kind::Rule);
-  EXPECT_EQ(r.value("w.f32").dtypeReason.detail, "promote: f32 + f16 -> f32");
-  EXPECT_EQ(r.value("w.f32").deviceReason.kind, Reason::Kind::Inserted);
-  EXPECT_EQ(r.value("w.f32").deviceReason.from, r.value("w").id);
+  EXPECT_EQ(r.dtypeReason("w.f32").kind, Reason::Kind::Rule);
+  EXPECT_EQ(r.dtypeReason("w.f32").detail, "promote: f32 + f16 -> f32");
+  EXPECT_EQ(r.deviceReason("w.f32").kind, Reason::Kind::Inserted);
+  EXPECT_EQ(r.deviceReason("w.f32").from, r.value("w").id);
   EXPECT_EQ(cast.loc.str(), "t.fy:4:3");  // the consumer's location
   EXPECT_EQ(r.operand("h", 0), "x");
   EXPECT_EQ(r.operand("h", 1), "w.f32");
@@ -218,11 +224,10 @@ TEST(DTypeStory4, AutocastCastsTheInputAndLeavesTheF16WeightAlone) {
   EXPECT_EQ(r.operand("h.f16", 0), "x.f16");
   EXPECT_EQ(r.operand("h.f16", 1), "w");
   EXPECT_EQ(r.value("h.f16").type.dtype, F16);
-  EXPECT_EQ(r.value("h.f16").dtypeReason.detail,
-            "autocast: linear computes in f16 (f32 accumulation)");
+  EXPECT_EQ(r.dtypeReason("h.f16").detail, "autocast: linear computes in f16 (f32 accumulation)");
   EXPECT_EQ(r.value("h").type, (TensorType{F32, {2, 3}}));
   EXPECT_EQ(r.operand("h", 0), "h.f16");
-  EXPECT_EQ(r.value("h").dtypeReason.detail, "output %h keeps its dtype f32");
+  EXPECT_EQ(r.dtypeReason("h").detail, "output %h keeps its dtype f32");
   EXPECT_EQ(r.graph.value(r.graph.outputs()[0].value).name, "h");
 }
 
@@ -246,8 +251,8 @@ TEST(DTypeStory4, AutocastCastsF32WeightsAsPlainCastsOfParamsThatSimplifyCanFold
     EXPECT_EQ(r.graph.value(cast.operands[0]).kind, ValueKind::Param) << name;
   }
   EXPECT_EQ(r.value("y.f16").type.dtype, F16);  // relu follows its input
-  EXPECT_EQ(r.value("y.f16").dtypeReason.kind, Reason::Kind::Inherited);
-  EXPECT_EQ(r.value("y.f16").dtypeReason.from, r.value("h").id);
+  EXPECT_EQ(r.dtypeReason("y.f16").kind, Reason::Kind::Inherited);
+  EXPECT_EQ(r.dtypeReason("y.f16").from, r.value("h").id);
 }
 
 // Through the pipeline: placement first, then this pass, verified (verifyPlaced too) after it.
@@ -374,7 +379,7 @@ TEST(DTypeStrict, ElementwiseOpsPromoteSilentlyWithCountedCasts) {
   EXPECT_EQ(r.value("c").type.dtype, Bool);
   EXPECT_EQ(r.operand("d", 0), "i.f32");  // true division computes in f32: both operands cast
   EXPECT_EQ(r.operand("d", 1), "i.f32");
-  EXPECT_EQ(r.value("d").dtypeReason.detail, "promote: i32 + i32 -> f32");
+  EXPECT_EQ(r.dtypeReason("d").detail, "promote: i32 + i32 -> f32");
 }
 
 TEST(DTypeStrict, PinnedNodesAreCastNotRejected) {
@@ -387,7 +392,7 @@ TEST(DTypeStrict, PinnedNodesAreCastNotRejected) {
                   kStrict);
   ASSERT_TRUE(r.diagnostics.empty()) << r.text();
   EXPECT_EQ(r.casts(), (std::vector<std::string>{"x.f16", "h"}));
-  EXPECT_EQ(r.value("h.f16").dtypeReason.detail, "pinned @f16 at t.fy:4:3");
+  EXPECT_EQ(r.dtypeReason("h.f16").detail, "pinned @f16 at t.fy:4:3");
 }
 
 // ---- promote -----------------------------------------------------------------------------------
@@ -413,7 +418,7 @@ TEST(DTypePromote, FollowsResultTypeWithZeroDimOperandsAndRoles) {
   // (it is of a higher one); where's condition and gather's indices are never cast.
   EXPECT_EQ(r.casts(), (std::vector<std::string>{"s.f16", "i.f32", "i.f16", "a.f32"}));
   EXPECT_EQ(r.value("r").type.dtype, F16);
-  EXPECT_EQ(r.value("r").dtypeReason.detail, "promote: f16 + f32[] -> f16");
+  EXPECT_EQ(r.dtypeReason("r").detail, "promote: f16 + f32[] -> f16");
   EXPECT_EQ(r.value("q").type.dtype, F32);
   EXPECT_EQ(r.operand("w", 0), "c");
   EXPECT_EQ(r.operand("w", 1), "a");
@@ -473,7 +478,7 @@ TEST(DTypeAutocast, GemmsRunLowAndSoftmaxNormsReductionsExpLogPowStayF32) {
     EXPECT_EQ(r.value(name).type.dtype, F32) << name;
     EXPECT_EQ(r.operand(name, 0), name == std::string("o") ? "s" : "r") << name;
   }
-  EXPECT_EQ(r.value("s").dtypeReason.detail, "autocast: softmax computes in f32");
+  EXPECT_EQ(r.dtypeReason("s").detail, "autocast: softmax computes in f32");
   // One cast of r up to f32 serves every f32 op and, renamed, the output %r (which keeps dtype
   // f32 and its name); the relu's own result is now %r.f16.
   EXPECT_EQ(r.casts(), (std::vector<std::string>{"x.f16", "w.f16", "r"}));
@@ -531,7 +536,7 @@ TEST(DTypeAutocast, APinBeatsThePolicy) {
   ASSERT_TRUE(r.diagnostics.empty()) << r.text();
   EXPECT_EQ(r.casts(), (std::vector<std::string>{"h.f16", "s"}));
   EXPECT_EQ(r.value("h").type.dtype, F32);
-  EXPECT_EQ(r.value("h").dtypeReason.detail, "pinned @f32 at t.fy:4:3");
+  EXPECT_EQ(r.dtypeReason("h").detail, "pinned @f32 at t.fy:4:3");
   EXPECT_EQ(r.value("s.f16").type.dtype, F16);
 }
 

@@ -23,7 +23,7 @@ inline Graph placed(std::string_view text) {
   Expected<Graph> parsed = parseGraph(text, "t.fy");
   EXPECT_TRUE(parsed.ok()) << parsed.status().message();
   Graph g = std::move(parsed).value();
-  for (ParamDecl &p : g.params()) g.value(p.value).device = p.pin;
+  for (const ParamDecl &p : g.params()) g.value(p.value).device = p.pin;
   for (NodeId id : g.order()) {
     Node &n = g.node(id);
     g.value(n.result).device = n.pinDevice;

@@ -85,7 +85,7 @@ void expectConsistent(const Graph &g) {
     const Node &n = g.node(nid);
     const Value &r = g.value(n.result);
     ASSERT_TRUE(r.device.has_value()) << "%" << r.name;
-    EXPECT_NE(r.deviceReason.kind, Reason::Kind::None) << "%" << r.name;
+    EXPECT_NE(g.deviceReason(r.id).kind, Reason::Kind::None) << "%" << r.name;
     if (n.op == OpKind::Transfer) {
       Device to = attrDevice(n.info(), n.attrs, "to");
       EXPECT_EQ(*r.device, to);
@@ -186,10 +186,10 @@ TEST_P(Accelerator, Story1AutoMovesTheInputOnce) {
   EXPECT_TRUE(t.inserted);
   EXPECT_EQ(t.loc.str(), "t.fy:5:3");
   EXPECT_EQ(g.producer(id(g, "h"))->operands[0], t.result);
-  EXPECT_EQ(g.value(t.result).deviceReason.kind, Reason::Kind::Inserted);
-  EXPECT_EQ(g.value(t.result).deviceReason.from, id(g, "x"));
+  EXPECT_EQ(g.deviceReason(t.result).kind, Reason::Kind::Inserted);
+  EXPECT_EQ(g.deviceReason(t.result).from, id(g, "x"));
   EXPECT_EQ(deviceOf(g, "h"), acc);
-  EXPECT_EQ(g.value(id(g, "h")).deviceReason.kind, Reason::Kind::CostModel);
+  EXPECT_EQ(g.deviceReason(id(g, "h")).kind, Reason::Kind::CostModel);
   EXPECT_EQ(r.stats.transfers, 1);
   EXPECT_EQ(r.stats.transferBytes, 32 * 784 * 4);
 }
@@ -226,7 +226,7 @@ TEST(Story2, AConstantCostsNothingToPlaceInAuto) {
   ASSERT_TRUE(r.ok()) << text(r);
   EXPECT_EQ(transfers(r.graph), "");
   for (const char *v : {"c", "e", "p", "s", "y"}) EXPECT_EQ(deviceOf(r.graph, v), "cuda:0") << v;
-  const Reason &c = r.graph.value(id(r.graph, "c")).deviceReason;
+  const Reason &c = r.graph.deviceReason(id(r.graph, "c"));
   EXPECT_EQ(c.kind, Reason::Kind::CostModel);
   EXPECT_EQ(explainDevice(r.graph, id(r.graph, "p")).substr(0, 41),
             "cost model: next to its consumer %y (t.fy");
@@ -303,7 +303,7 @@ TEST(Story3, AutoMovesTheActivationsWhenThatIsCheaper) {
   std::vector<std::string> order;
   for (NodeId n : r.graph.order()) order.push_back(r.graph.value(r.graph.node(n).result).name);
   EXPECT_EQ(order, (std::vector<std::string>{"h1", "h1.cpu", "h2", "h2.cuda0", "h3"}));
-  EXPECT_EQ(r.graph.value(id(r.graph, "h2")).deviceReason.detail,
+  EXPECT_EQ(r.graph.deviceReason(id(r.graph, "h2")).detail,
             "cost model: cpu 52.8 \u00b5s vs cuda:0 5.53 \u00b5s; moving data would cost more");
 }
 
@@ -503,7 +503,7 @@ TEST(Story7, AutoAvoidsTheDeviceAndWarnsOnlyForAPin) {
     ASSERT_TRUE(r.ok()) << text(r);
     EXPECT_EQ(r.diagnostics.size(), 0u);  // nobody asked for cuda:0: no fallback to speak of
     EXPECT_EQ(deviceOf(r.graph, "s"), "cpu");
-    EXPECT_NE(r.graph.value(id(r.graph, "s")).deviceReason.detail.find("cuda:0 (no kernel)"),
+    EXPECT_NE(r.graph.deviceReason(id(r.graph, "s")).detail.find("cuda:0 (no kernel)"),
               std::string::npos);
   }
   {
@@ -512,7 +512,7 @@ TEST(Story7, AutoAvoidsTheDeviceAndWarnsOnlyForAPin) {
     ASSERT_EQ(r.diagnostics.size(), 1u);
     EXPECT_EQ(r.diagnostics[0].code, "fallback");
     EXPECT_EQ(deviceOf(r.graph, "s"), "cpu");
-    EXPECT_EQ(r.graph.value(id(r.graph, "s")).deviceReason.kind, Reason::Kind::Fallback);
+    EXPECT_EQ(r.graph.deviceReason(id(r.graph, "s")).kind, Reason::Kind::Fallback);
   }
 }
 

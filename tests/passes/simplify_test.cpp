@@ -49,11 +49,11 @@ TEST(SimplifyFold, ACastOfAParamBecomesAParamOfTheNewDType) {
     EXPECT_EQ(std::memcmp(p->data.bytes().data() + 2 * i, expected, 2), 0) << i;
   }
   const Value &v = g.value(p->value);
-  EXPECT_EQ(v.deviceReason.kind, Reason::Kind::Inserted);
+  EXPECT_EQ(g.deviceReason(v.id).kind, Reason::Kind::Inserted);
   EXPECT_NE(p->value, original);  // a new param, which took the name of the one it replaced
-  EXPECT_EQ(v.deviceReason.from, original);
-  EXPECT_EQ(v.deviceReason.detail, "folded cast of %w at compile time");
-  EXPECT_EQ(v.dtypeReason.kind, Reason::Kind::Rule);
+  EXPECT_EQ(g.deviceReason(v.id).from, original);
+  EXPECT_EQ(g.deviceReason(v.id).detail, "folded cast of %w at compile time");
+  EXPECT_EQ(g.dtypeReason(v.id).kind, Reason::Kind::Rule);
   EXPECT_EQ(s.castsFolded, 1);
   EXPECT_EQ(s.castsRemoved, 0);
   EXPECT_EQ(s.nodesRemoved, 0);
@@ -442,8 +442,8 @@ TEST(SimplifyJoint, AValueCastToF16AndSentToTheHostIsCastBeforeTheTransfer) {
 )"));
   ASSERT_TRUE(g.findValue("a.f16"));
   const Value &cast = g.value(*g.findValue("a.f16"));
-  EXPECT_EQ(cast.deviceReason.kind, Reason::Kind::Inserted);
-  EXPECT_EQ(cast.deviceReason.detail,
+  EXPECT_EQ(g.deviceReason(cast.id).kind, Reason::Kind::Inserted);
+  EXPECT_EQ(g.deviceReason(cast.id).detail,
             "cast moved before the transfer to cpu: 2 bytes/elem instead of 4");
 }
 
@@ -505,7 +505,7 @@ TEST(SimplifyJoint, AWideningCastMovesAfterTheTransfer) {
 )"));
   EXPECT_EQ(described(g).h2dBytes, 16 * 2);
   ASSERT_TRUE(g.findValue("t"));
-  EXPECT_EQ(g.value(*g.findValue("t")).deviceReason.detail,
+  EXPECT_EQ(g.deviceReason(*g.findValue("t")).detail,
             "cast moved after the transfer to cuda:0: 2 bytes/elem instead of 4");
 
   // The f32 value is also read on the host: moving the cast would add one.
@@ -559,7 +559,7 @@ TEST(SimplifyJoint, ACastRoundTripAcrossATransferIsRemoved) {
   output %y, %z
 }
 )"));
-  EXPECT_EQ(h.value(*h.findValue("y")).dtypeReason.detail,
+  EXPECT_EQ(h.dtypeReason(*h.findValue("y")).detail,
             "the f16 -> f32 cast before the transfer is undone after it: 2 bytes/elem sent "
             "instead of 4");
 }

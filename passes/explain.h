@@ -1,5 +1,5 @@
-// passes/explain.h — why a value is on its device, as text (diagnostics, `ferry-compile
-// --explain`).
+// passes/explain.h — why a value is on its device, as text: the reason chains in diagnostics
+// (an `--explain` for ferry-compile is for the [tools] issue).
 #pragma once
 
 #include <string>

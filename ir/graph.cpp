@@ -68,14 +68,6 @@ void Graph::setOutputValue(size_t index, ValueId v) {
   outputs_[index].value = v;
 }
 
-void Graph::removeUnusedParams() {
-  std::vector<bool> used(values_.size(), false);
-  for (NodeId n : order_)
-    for (ValueId o : nodes_[n].operands) used[o] = true;
-  for (const OutputDecl &o : outputs_) used[o.value] = true;
-  removeParamsIf([&](ValueId v) { return !used[v]; });
-}
-
 void Graph::removeParamsIf(const std::function<bool(ValueId)> &drop) {
   size_t kept = 0;  // compacts in place: params carry their data
   for (size_t i = 0; i < params_.size(); ++i) {

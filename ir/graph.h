@@ -141,11 +141,9 @@ class Graph {
   void setOrder(std::vector<NodeId> order);
   void setOperand(NodeId node, size_t index, ValueId v);
   void setOutputValue(size_t index, ValueId v);
-  /// Drops params that no node in the order and no output reads (after folding or DCE).
-  /// Their values stay allocated (ids are never reused) but belong to nothing.
-  void removeUnusedParams();
-  /// Drops the params whose value `drop` picks; a pass that counts uses itself says which, and
-  /// saves the walk over every node. Dropped params must be unused.
+  /// Drops the params whose value `drop` picks (a pass counts uses and says which; dropped
+  /// params must be unused). Their values stay allocated (ids are never reused) but belong to
+  /// nothing.
   void removeParamsIf(const std::function<bool(ValueId)> &drop);
   /// For each value id, the nodes in the order that read it (a node reading a value twice is
   /// listed twice), in order.

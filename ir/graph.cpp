@@ -1,6 +1,8 @@
 // ir/graph.cpp — construction and lookup of the IR.
 #include "ir/graph.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 
 #include "ir/status.h"
@@ -10,10 +12,9 @@ namespace ferry {
 ValueId Graph::addValue(std::string name, TensorType type, ValueKind kind, int32_t def) {
   FERRY_CHECK(!name.empty()) << "empty value name";
   auto id = static_cast<ValueId>(values_.size());
-  auto [it, inserted] = byName_.emplace(name, id);
-  FERRY_CHECK(inserted) << "value name %" << name << " is taken";
   values_.push_back(Value{id, std::move(name), std::move(type), kind, def, std::nullopt});
   reasons_.emplace_back();
+  insertName(id);  // checks that the name is free
   return id;
 }
 
@@ -105,10 +106,103 @@ void Graph::notA(const char *kind, ValueId v) const {
   std::abort();  // not reached
 }
 
+// --- Names -----------------------------------------------------------------------------------
+
+uint32_t Graph::hashName(std::string_view name) {
+  return static_cast<uint32_t>(std::hash<std::string_view>{}(name));
+}
+
+size_t Graph::nameSlot(std::string_view name, uint32_t hash) const {
+  const size_t mask = names_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const NameSlot &s = names_[i];
+    if (s.id < 0 || (s.hash == hash && values_[static_cast<size_t>(s.id)].name == name)) return i;
+  }
+}
+
+void Graph::growNames() {
+  std::vector<NameSlot> old = std::move(names_);
+  names_.assign(std::max<size_t>(16, 2 * old.size()), NameSlot{});
+  const size_t mask = names_.size() - 1;
+  for (const NameSlot &s : old) {
+    if (s.id < 0) continue;
+    size_t i = s.hash & mask;
+    while (names_[i].id >= 0) i = (i + 1) & mask;
+    names_[i] = s;
+  }
+}
+
+void Graph::insertName(ValueId v) {
+  if (2 * (nameCount_ + 1) > names_.size()) growNames();  // at most half full
+  const std::string &name = values_[static_cast<size_t>(v)].name;
+  const uint32_t h = hashName(name);
+  size_t i = nameSlot(name, h);
+  FERRY_CHECK(names_[i].id < 0) << "value name %" << name << " is taken";
+  names_[i] = {v, h};
+  ++nameCount_;
+}
+
+void Graph::eraseNameSlot(size_t i) {
+  // Backward shift: a later entry of the cluster moves into the hole unless its home slot lies
+  // cyclically in (hole, its slot], where the hole would cut it off from its home.
+  const size_t mask = names_.size() - 1;
+  for (size_t j = (i + 1) & mask; names_[j].id >= 0; j = (j + 1) & mask) {
+    const size_t home = names_[j].hash & mask;
+    const bool reachable = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (reachable) continue;
+    names_[i] = names_[j];
+    i = j;
+  }
+  names_[i] = NameSlot{};
+  --nameCount_;
+}
+
 std::optional<ValueId> Graph::findValue(std::string_view name) const {
-  auto it = byName_.find(name);
-  if (it == byName_.end()) return std::nullopt;
-  return it->second;
+  if (names_.empty()) return std::nullopt;
+  const NameSlot &s = names_[nameSlot(name, hashName(name))];
+  if (s.id < 0) return std::nullopt;
+  return s.id;
+}
+
+bool Graph::nameIndexed(ValueId v) const {
+  value(v);  // range check
+  return !names_.empty() && indexedAs(v, hashName(values_[static_cast<size_t>(v)].name));
+}
+
+bool Graph::indexedAs(ValueId v, uint32_t hash) const {
+  const std::string &name = values_[static_cast<size_t>(v)].name;
+  const size_t mask = names_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const NameSlot &s = names_[i];
+    if (s.id < 0) return false;
+    if (s.hash != hash) continue;
+    if (s.id == v) return true;  // its own slot: no string to compare
+    if (values_[static_cast<size_t>(s.id)].name == name) return false;  // another value's
+  }
+}
+
+ValueId Graph::firstUnindexedName() const {
+  const size_t n = values_.size();
+  if (names_.empty()) return 0;  // no value was ever added
+  // On a large graph each value's name (past the short-string buffer) and its slot are cache
+  // misses the hardware cannot foresee: names are fetched kNameAhead values ahead, slots
+  // kSlotAhead ahead (their hashes wait in `ahead`), so the waits overlap.
+  constexpr size_t kNameAhead = 16, kSlotAhead = 8;
+  const size_t mask = names_.size() - 1;
+  std::array<uint32_t, kSlotAhead> ahead{};
+  auto fetchSlot = [&](size_t v) {
+    const uint32_t h = hashName(values_[v].name);
+    __builtin_prefetch(&names_[h & mask]);
+    ahead[v % kSlotAhead] = h;
+  };
+  for (size_t v = 0; v < std::min(n, kSlotAhead); ++v) fetchSlot(v);
+  for (size_t v = 0; v < n; ++v) {
+    if (v + kNameAhead < n) __builtin_prefetch(values_[v + kNameAhead].name.data());
+    const uint32_t h = ahead[v % kSlotAhead];
+    if (v + kSlotAhead < n) fetchSlot(v + kSlotAhead);
+    if (!indexedAs(static_cast<ValueId>(v), h)) return static_cast<ValueId>(v);
+  }
+  return static_cast<ValueId>(n);
 }
 
 std::string Graph::uniqueName(std::string_view hint) const {
@@ -124,16 +218,22 @@ std::string Graph::uniqueName(std::string_view hint) const {
 }
 
 void Graph::rename(ValueId v, std::string name) {
-  FERRY_CHECK(!hasValue(name)) << "value name %" << name << " is taken";
-  byName_.erase(value(v).name);
-  byName_.emplace(name, v);
-  values_[v].name = std::move(name);
+  Value &val = value(v);
+  size_t slot = nameSlot(val.name, hashName(val.name));
+  FERRY_CHECK(names_[slot].id == v) << "%" << val.name << " is not in the name index";
+  eraseNameSlot(slot);
+  val.name = std::move(name);
+  insertName(v);  // checks that the name is free
 }
 
 void Graph::swapNames(ValueId a, ValueId b) {
   Value &x = value(a), &y = value(b);
-  byName_.find(x.name)->second = b;
-  byName_.find(y.name)->second = a;
+  NameSlot &sx = names_[nameSlot(x.name, hashName(x.name))];
+  NameSlot &sy = names_[nameSlot(y.name, hashName(y.name))];
+  FERRY_CHECK(sx.id == a && sy.id == b)
+      << "%" << x.name << " or %" << y.name << " is not in the name index";
+  sx.id = b;  // each slot keeps its name's hash; the name moves to the other value
+  sy.id = a;
   std::swap(x.name, y.name);
 }
 

@@ -7,7 +7,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "ir/attrs.h"
@@ -219,6 +218,12 @@ class Graph {
   void rename(ValueId v, std::string name);
   /// Swaps the names of `a` and `b` (no name is free in between, nothing is allocated).
   void swapNames(ValueId a, ValueId b);
+  /// Whether the name index finds `v` under its current name. Always true for a graph changed
+  /// only through its methods; verify() reads it to catch a name written past rename().
+  bool nameIndexed(ValueId v) const;
+  /// The first value nameIndexed() is false for, or valueCount() when there is none (one pass
+  /// over the graph that overlaps the cache misses of large graphs).
+  ValueId firstUnindexedName() const;
 
  private:
   struct ValueReasons {
@@ -247,12 +252,24 @@ class Graph {
   std::vector<InputDecl> inputs_;
   ChunkedVector<ParamDecl> params_;
   std::vector<OutputDecl> outputs_;
-  struct NameHash {  // lets find() take a string_view without building a string
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  // The name index: open addressing with linear probing over value ids; each slot keeps the low
+  // 32 bits of its name's hash, and the names themselves live in the values. Lookups compare a
+  // string only when those bits match; deletion shifts the cluster back (no tombstones). A
+  // node-based map of strings held a second copy of every name and an allocation per value; this
+  // is 16 to 32 bytes per value, and a copy of the graph copies one array.
+  struct NameSlot {
+    ValueId id = -1;
+    uint32_t hash = 0;
   };
-  // lookup only, never iterated
-  std::unordered_map<std::string, ValueId, NameHash, std::equal_to<>> byName_;
+  static uint32_t hashName(std::string_view name);
+  /// The slot holding `name`, or the empty slot where it would go.
+  size_t nameSlot(std::string_view name, uint32_t hash) const;
+  bool indexedAs(ValueId v, uint32_t hash) const;
+  void insertName(ValueId v);
+  void eraseNameSlot(size_t slot);
+  void growNames();
+  std::vector<NameSlot> names_;
+  size_t nameCount_ = 0;
   mutable int64_t nextNumber_ = 0;
 };
 

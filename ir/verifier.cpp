@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <string_view>
+#include <unordered_map>
 
 namespace ferry {
 
@@ -32,29 +34,29 @@ bool checkAttrs(const Node &n, DiagnosticEngine &diags) {
   return ok;
 }
 
-// An open-addressing table of value ids keyed by the names' hashes: one probe per value into a
-// small array (a node-based set costs an allocation and several cache misses per value).
+// Names are unique when the graph's name index finds every value under its own name: the index
+// refuses a taken name, so only a name written past Graph::rename can break it. That costs one
+// probe of the index per value; the diagnosis below runs only when a probe fails.
 void checkNamesUnique(const Graph &g, DiagnosticEngine &diags) {
-  const size_t n = g.valueCount();
-  size_t cap = 16;
-  while (cap < 2 * n) cap *= 2;
-  std::vector<ValueId> slots(cap, -1);
-  std::vector<size_t> hashes(n);
-  for (size_t v = 0; v < n; ++v) {
-    const auto id = static_cast<ValueId>(v);
-    const std::string &name = g.value(id).name;
-    hashes[v] = std::hash<std::string_view>{}(name);
-    for (size_t i = hashes[v] & (cap - 1);; i = (i + 1) & (cap - 1)) {
-      if (slots[i] < 0) {
-        slots[i] = id;
-        break;
-      }
-      if (hashes[static_cast<size_t>(slots[i])] == hashes[v] && g.value(slots[i]).name == name) {
-        diags.error("verify", {}, "value name %" + name + " is used twice");
-        break;
-      }
+  const auto n = static_cast<ValueId>(g.valueCount());
+  const ValueId firstStray = g.firstUnindexedName();
+  if (firstStray == n) return;
+  std::unordered_map<std::string_view, ValueId> first;
+  first.reserve(g.valueCount());
+  bool twice = false;
+  for (ValueId v = 0; v < n; ++v) {
+    const std::string &name = g.value(v).name;
+    if (!first.emplace(name, v).second) {
+      diags.error("verify", {}, "value name %" + name + " is used twice");
+      twice = true;
     }
   }
+  if (!twice)
+    for (ValueId v = firstStray; v < n; ++v)
+      if (!g.nameIndexed(v))
+        diags.error("verify", {},
+                    "value %" + g.value(v).name +
+                        " is not found under its name: it was renamed past Graph::rename");
 }
 
 }  // namespace

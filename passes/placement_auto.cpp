@@ -9,6 +9,9 @@
 //                first) and transfers are fixed; every other value is free
 //   2. start     free values on options.target (a node with no kernel there: cpu, else the
 //                first device that has one)
+//      contract  a free value that costs nothing anywhere (params, constants) and that one node
+//                alone reads follows that node and is left out of the moves (exact: elsewhere it
+//                would only add a transfer)
 //   3. improve   an expansion move towards a device A lets every free value either stay or move
 //                to A; the best such move is a minimum s-t cut (source side: stay). Transfer
 //                costs paid once per (value, destination) become one auxiliary vertex per value
@@ -50,9 +53,12 @@ class AutoPlacer {
     }
     start();
     p_.buildUsers();
+    contract();
     bytes_.assign(g_.valueCount(), 0);
+    follows_.assign(g_.valueCount(), 0);
+    for (const auto &[v, u] : followers_) follows_[v] = 1;  // never apart from their reader
     for (ValueId v = 0; v < static_cast<ValueId>(g_.valueCount()); ++v)
-      if (p_.label[v] != kNone && !p_.users(v).empty()) {
+      if (p_.label[v] != kNone && !p_.users(v).empty() && !follows_[v]) {
         used_.push_back(v);
         bytes_[v] = static_cast<double>(g_.value(v).type.byteSize());
       }
@@ -66,6 +72,7 @@ class AutoPlacer {
         for (size_t a = 0; a < k_; ++a) improved = expand(static_cast<Label>(a)) || improved;
       }
     }
+    for (const auto &[v, u] : followers_) p_.label[v] = p_.label[u];
     record();
   }
 
@@ -138,6 +145,30 @@ class AutoPlacer {
       }
       p_.label[v] = l;
     }
+  }
+
+  // A free value that costs nothing on any device (an unpinned param, a constant every device
+  // has a kernel for) and that one node alone reads is best wherever that node is: anywhere
+  // else only adds its transfer. It leaves the cut and follows its reader: most weights and
+  // biases of a model (in the benchmark's model, two of every three values).
+  void contract() {
+    size_t kept = 0;
+    for (ValueId v : free_) {
+      auto users = p_.users(v);
+      if (users.size() == 1 && users[0] >= 0 && costsNothing(v))
+        followers_.emplace_back(v, users[0]);
+      else
+        free_[kept++] = v;
+    }
+    free_.resize(kept);
+  }
+  bool costsNothing(ValueId v) const {
+    const int32_t row = costRow_[v];
+    if (row < 0) return true;  // a param
+    if (!sourceRow_[row]) return false;
+    for (size_t l = 0; l < k_; ++l)
+      if (cost_[row * k_ + l] != 0) return false;
+    return true;
   }
 
   // A free value's own cost on `l`: compute for nodes, nothing for params.
@@ -294,6 +325,7 @@ class AutoPlacer {
 
   // 4. record
   void record() {
+    for (const auto &[v, u] : followers_) p_.place(v, p_.label[u], Kind::CostModel, u);
     for (size_t i = 0; i < free_.size(); ++i) {
       // Every free value is written, each a cache miss on a large graph that the hardware does
       // not foresee: asking for the one kPrefetchAhead further on hides most of the wait (at
@@ -363,7 +395,9 @@ class AutoPlacer {
   std::vector<double> cost_;        // per free node and device: compute seconds (kInf: no kernel)
   std::vector<uint8_t> sourceRow_;  // per row of cost_: the node is a constant (costs nothing)
   std::vector<ValueId> used_;       // values that some node or pinned output reads
-  std::vector<double> bytes_;       // per used value: its size
+  std::vector<std::pair<ValueId, ValueId>> followers_;  // (value, the result of its one reader)
+  std::vector<uint8_t> follows_;                        // per value: in followers_
+  std::vector<double> bytes_;                           // per used value: its size
   double energy_ = 0;
   std::vector<ValueId> mark_;
 

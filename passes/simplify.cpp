@@ -31,7 +31,9 @@
 //                 a cast kernel. The first two swap the roles of the two nodes in place (the
 //                 downstream value keeps its name); the moved cast's device reason says why
 //                 ("2 bytes/elem instead of 4").
-//   4. merge      identical pure nodes (all ops are pure): the first in order is kept.
+//   4. merge      identical pure nodes (all ops are pure): the first in order is kept. Only nodes
+//                 whose every operand has another reader can have an equal node; the others stay
+//                 out of the CSE table until an operand gains a reader.
 //   5. dead code  reference counts: a node dies when nothing reads its result; a replaced node
 //                 dies at once. Params nothing reads are dropped at the end.
 // Rules look only backwards (operands and their producers, final when visited in order), except
@@ -267,6 +269,7 @@ class Simplifier {
     outputs_.resize(g_.valueCount(), 0);
     fresh_.resize(g_.valueCount(), 0);
     watched_.resize(g_.valueCount(), 0);
+    alone_.resize(g_.valueCount(), -1);
     dead_.resize(g_.nodeCount(), 0);
   }
 
@@ -326,9 +329,28 @@ class Simplifier {
     if (uses_[v] == 0 && g_.value(v).kind == ValueKind::Result) kill(g_.value(v).def);
   }
 
+  // `k` more readers of `v`. A node left out of the CSE table because it alone read `v` may now
+  // have an equal node: it goes into the table, or waits on another operand read by it alone.
+  // Finding an equal node already there takes another sweep (the two are merged in order then).
+  void addUses(ValueId v, int32_t k) {
+    const bool wasAlone = uses_[v] == 1;
+    uses_[v] += k;
+    if (!wasAlone || uses_[v] < 2 || alone_[v] < 0) return;
+    const NodeId r = alone_[v];
+    alone_[v] = -1;
+    if (dead_[r]) return;
+    for (ValueId o : g_.node(r).operands)
+      if (uses_[o] == 1) {
+        alone_[o] = r;
+        return;
+      }
+    NodeId *twin = cse_.findOrInsert(r);
+    if (twin && *twin != r && !dead_[*twin]) again_ = true;
+  }
+
   void setOperand(NodeId id, size_t i, ValueId v) {
     ValueId old = g_.node(id).operands[i];
-    ++uses_[v];
+    addUses(v, 1);
     g_.setOperand(id, i, v);
     release(old);
   }
@@ -350,7 +372,7 @@ class Simplifier {
         << " of another type or device";
     if (outputs_[y] > 0) x = takeOutputName(y, x);  // may add a node: no references held here
     repl_[y] = x;
-    uses_[x] += uses_[y];
+    addUses(x, uses_[y]);
     uses_[y] = 0;
     outputs_[x] += outputs_[y];
     if (outputs_[y] > 0) {
@@ -379,7 +401,7 @@ class Simplifier {
     g_.dtypeReason(r.id) = {Reason::Kind::Inherited, x, {}, ""};
     g_.node(id).inserted = true;
     grow();
-    ++uses_[x];
+    addUses(x, 1);
     attach(id, x);
     return r.id;
   }
@@ -425,7 +447,7 @@ class Simplifier {
     g_.dtypeReason(r.id) = std::move(dtypeWhy);
     grow();
     fresh_[r.id] = 1;
-    ++uses_[x];
+    addUses(x, 1);
     attach(id, x);
     visit(id);
     return resolve(g_.node(id).result);
@@ -435,6 +457,7 @@ class Simplifier {
 
   void sweep() {
     std::fill(watched_.begin(), watched_.end(), 0);
+    std::fill(alone_.begin(), alone_.end(), -1);
     cse_.reset(&g_, g_.order().size());
     attached_.clear();
     std::vector<NodeId> order(g_.order().begin(), g_.order().end());
@@ -485,6 +508,14 @@ class Simplifier {
       if (o == Outcome::Replaced) return;
       if (o == Outcome::None) break;
     }
+    // An equal node reads the same operands, so a node with an operand nobody else reads has
+    // none: it stays out of the table (most nodes of a model; the table is a cache miss per
+    // node) until that operand gains a reader (addUses).
+    for (ValueId o : g_.node(id).operands)
+      if (uses_[o] == 1) {
+        alone_[o] = id;
+        return;
+      }
     NodeId *twin = cse_.findOrInsert(id);
     if (!twin || *twin == id) return;  // itself: recorded before swapKinds changed it
     if (dead_[*twin]) {                // died after it was recorded: this node takes its place
@@ -758,6 +789,7 @@ class Simplifier {
   std::map<std::pair<ValueId, DType>, ValueId> foldMemo_;
   std::map<ValueId, ValueId> foldSource_;  // folded param -> its source param
   std::vector<uint8_t> watched_;           // per value: see declined()
+  std::vector<NodeId> alone_;  // per value: a node visited this sweep that alone reads it (CSE)
   bool again_ = false, paramUnused_ = false;
 };
 

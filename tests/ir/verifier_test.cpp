@@ -2,6 +2,9 @@
 // violation of a broken one.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+
 #include "ir/graph.h"
 #include "ir/verifier.h"
 
@@ -56,6 +59,16 @@ TEST(Verifier, ReportsEveryValueWhoseNameAnEarlierValueHas) {
   g.value(z).name = "z";
   g.value(w).name = "w";
   EXPECT_TRUE(verify(g).ok());
+}
+
+TEST(Verifier, ReportsANameWrittenPastRenameEvenWhenItIsUnique) {
+  Graph g = smallGraph();
+  ValueId z = g.addInput("z", {DType::F32, {2, 3}}, Device::cpu(), {});
+  g.value(z).name = "fresh";  // findValue("fresh") cannot find it: the graph's index says "z"
+  Status s = verify(g);
+  ASSERT_EQ(s.diagnostics().size(), 1u) << messages(s);
+  EXPECT_EQ(s.diagnostics()[0].message,
+            "value %fresh is not found under its name: it was renamed past Graph::rename");
 }
 
 TEST(Verifier, RejectsUseBeforeDefinitionAndReportsAllProblems) {
@@ -133,6 +146,45 @@ TEST(Graph, NamesAreUniqueAndFreshNamesSkipTakenOnes) {
   EXPECT_EQ(*g.findValue("out"), x);
   EXPECT_EQ(*g.findValue("x"), out);
   EXPECT_TRUE(verify(g).ok());
+}
+
+// The name index against a map, through growth, renames that empty slots inside probe clusters,
+// swaps and copies: every name is found at its value and no other name is.
+TEST(Graph, NameIndexFindsEveryNameThroughRenamesAndSwaps) {
+  Graph g;
+  std::map<std::string, ValueId> model;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 3000; ++i) {
+    std::string name = "v" + std::to_string(i);
+    model[name] = g.addInput(name, {DType::F32, {1}}, Device::cpu(), {});
+  }
+  auto pick = [&] { return static_cast<ValueId>(rng() % g.valueCount()); };
+  for (int step = 0; step < 20000; ++step) {
+    const ValueId a = pick(), b = pick();
+    if (step % 3 == 0 && a != b) {
+      std::string na = g.value(a).name, nb = g.value(b).name;
+      g.swapNames(a, b);
+      model[na] = b;
+      model[nb] = a;
+    } else {
+      std::string old = g.value(a).name;
+      std::string name = g.uniqueName("r" + std::to_string(rng() % 500));
+      g.rename(a, name);
+      model.erase(old);
+      model[name] = a;
+    }
+  }
+  ASSERT_EQ(model.size(), g.valueCount());
+  const Graph copy = g;
+  for (const Graph *h : std::initializer_list<const Graph *>{&g, &copy}) {
+    for (const auto &[name, v] : model) {
+      ASSERT_EQ(h->value(v).name, name);
+      ASSERT_EQ(h->findValue(name), v) << name;
+      ASSERT_TRUE(h->nameIndexed(v)) << name;
+    }
+    EXPECT_FALSE(h->hasValue("r500"));
+    EXPECT_FALSE(h->hasValue(""));
+  }
 }
 
 }  // namespace

@@ -615,6 +615,8 @@ TEST(SimplifyJoint, AWeightSentToTheDeviceIsCastOnTheHostAtCompileTime) {
 
 // --- 4. Merging, 5. dead code --------------------------------------------------------------------
 
+// %a alone reads %t1 and %c alone reads %a, so both stay out of the CSE table until a merge gives
+// their operand a second reader (%t2 -> %t1, then %b -> %a): the chain still merges in one run.
 TEST(SimplifyMerge, IdenticalNodesMergeIntoTheFirst) {
   Graph g = placed(R"(graph g {
   input %x : f32[4] @cpu

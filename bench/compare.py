@@ -1,30 +1,38 @@
 #!/usr/bin/env python3
 """Compare builds of ferry-bench-placement on a noisy machine: runs the binaries one after the
-other, ROUNDS times, and prints the median and minimum time_per_node of each benchmark per binary.
+other, ROUNDS times, and prints the median and minimum of a per-node counter (time_per_node, or
+pds_per_node with --counter) of each benchmark per binary.
 
 Interleaving matters on a shared box, whose speed drifts from one minute to the next: two
 binaries run minutes apart are not comparable, run in alternation they are.
 
     bench/compare.py --rounds 5 --filter 'compile(Strict|Auto)/' OLD_BINARY NEW_BINARY
+    bench/compare.py --counter pds_per_node OLD_BINARY NEW_BINARY
 """
 import argparse
 import collections
+import os
 import re
 import statistics
 import subprocess
 import sys
 
 UNITS = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
-LINE = re.compile(r"^(compile\S+)\s.*time_per_node=([\d.]+)(ns|us|ms|s)\b")
+COUNTERS = ("time_per_node", "pds_per_node")
 
 
-def run(binary, benchmark_filter):
+def run(binary, benchmark_filter, counters):
+    """Yields (benchmark, counter, µs) for each benchmark the filter selects."""
     out = subprocess.run([binary, "--benchmark_filter=" + benchmark_filter],
                          capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
-        m = LINE.match(line)
-        if m:
-            yield m.group(1), float(m.group(2)) * UNITS[m.group(3)]
+        name = re.match(r"^(compile\S+)\s", line)
+        if not name:
+            continue
+        for counter in counters:
+            m = re.search(r"\b" + counter + r"=([\d.]+)(ns|us|ms|s)\b", line)
+            if m:
+                yield name.group(1), counter, float(m.group(1)) * UNITS[m.group(2)]
 
 
 def main():
@@ -32,24 +40,35 @@ def main():
     ap.add_argument("binaries", nargs="+", help="ferry-bench-placement builds to compare")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--filter", default="compile(Strict|Auto)/")
+    ap.add_argument("--counter", choices=COUNTERS, action="append",
+                    help="time_per_node: the whole compile(); pds_per_node: placement + dtype + "
+                         "simplify; may be repeated (default: time_per_node)")
     args = ap.parse_args()
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")
+    for b in args.binaries:
+        if not (os.path.isfile(b) and os.access(b, os.X_OK)):
+            ap.error(f"{b} is not an executable file (expected a ferry-bench-placement binary)")
+    counters = args.counter or ["time_per_node"]
     times = collections.defaultdict(list)
     for r in range(args.rounds):
         for b in args.binaries:
-            for name, us in run(b, args.filter):
-                times[name, b].append(us)
+            for name, counter, us in run(b, args.filter, counters):
+                times[name, counter, b].append(us)
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
-    names = sorted({n for n, _ in times},
+    names = sorted({n for n, _, _ in times},
                    key=lambda n: (n.split("/")[0], int(n.split("/")[1])))
-    print("µs per node, median / min of", args.rounds, "rounds")
-    print(f"{'benchmark':<24}" + "".join(f"{b[-28:]:>30}" for b in args.binaries))
-    for n in names:
-        cells = [times[n, b] for b in args.binaries]
-        print(f"{n:<24}" + "".join(
-            f"{statistics.median(c):>21.3f} / {min(c):<6.3f}" if c else f"{'-':>30}"
-            for c in cells))
+    for i, b in enumerate(args.binaries):
+        print(f"build {i + 1}: {b}")
+    for counter in counters:
+        print(f"\n{counter}: µs per node, median / min of", args.rounds, "rounds")
+        print(f"{'benchmark':<24}" + "".join(f"{'build ' + str(i + 1):>30}"
+                                             for i in range(len(args.binaries))))
+        for n in names:
+            cells = [times[n, counter, b] for b in args.binaries]
+            print(f"{n:<24}" + "".join(
+                f"{statistics.median(c):>21.3f} / {min(c):<6.3f}" if c else f"{'-':>30}"
+                for c in cells))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 #include "ir/tensor_data.h"
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -128,13 +129,73 @@ void convertElement(DType from, const std::byte *in, DType to, std::byte *out) {
   }
 }
 
+namespace {
+
+// Float to float, as convertElement does it (through double), with the dtype switches outside
+// the loops: the simplify pass converts every weight whose cast it folds.
+template <class T, class ToDouble>
+void loadFloats(const std::byte *in, double *out, size_t n, ToDouble toDouble) {
+  for (size_t i = 0; i < n; ++i) out[i] = toDouble(load<T>(in + i * sizeof(T)));
+}
+template <class T, class FromDouble>
+void storeFloats(const double *in, std::byte *out, size_t n, FromDouble fromDouble) {
+  for (size_t i = 0; i < n; ++i) store<T>(out + i * sizeof(T), fromDouble(in[i]));
+}
+
+void loadFloats(DType t, const std::byte *in, double *out, size_t n) {
+  using Eigen::numext::bit_cast;
+  switch (t) {
+    case DType::F16:
+      return loadFloats<uint16_t>(in, out, n, [](uint16_t b) -> double {
+        return static_cast<float>(bit_cast<Eigen::half>(b));
+      });
+    case DType::BF16:
+      return loadFloats<uint16_t>(in, out, n, [](uint16_t b) -> double {
+        return static_cast<float>(bit_cast<Eigen::bfloat16>(b));
+      });
+    case DType::F32: return loadFloats<float>(in, out, n, [](float v) -> double { return v; });
+    case DType::F64: return loadFloats<double>(in, out, n, [](double v) { return v; });
+    default: FERRY_CHECK(false) << "loadFloats on " << dtypeName(t);
+  }
+}
+
+void storeFloats(DType t, const double *in, std::byte *out, size_t n) {
+  using Eigen::numext::bit_cast;
+  switch (t) {  // the halves through f32, as storeDouble
+    case DType::F16:
+      return storeFloats<uint16_t>(in, out, n, [](double v) {
+        return bit_cast<uint16_t>(Eigen::half(static_cast<float>(v)));
+      });
+    case DType::BF16:
+      return storeFloats<uint16_t>(in, out, n, [](double v) {
+        return bit_cast<uint16_t>(Eigen::bfloat16(static_cast<float>(v)));
+      });
+    case DType::F32:
+      return storeFloats<float>(in, out, n, [](double v) { return static_cast<float>(v); });
+    case DType::F64: return storeFloats<double>(in, out, n, [](double v) { return v; });
+    default: FERRY_CHECK(false) << "storeFloats on " << dtypeName(t);
+  }
+}
+
+}  // namespace
+
 TensorData castTensor(const TensorData &x, DType to) {
   TensorData out(to, x.shape());
   const size_t inSize = dtypeSize(x.dtype()), outSize = dtypeSize(to);
   const std::byte *in = x.bytes().data();
   std::byte *o = out.mutableBytes().data();
-  for (int64_t i = 0; i < x.numel(); ++i, in += inSize, o += outSize)
-    convertElement(x.dtype(), in, to, o);
+  const auto n = static_cast<size_t>(x.numel());
+  if (isFloating(x.dtype()) && isFloating(to)) {
+    constexpr size_t kBlock = 256;
+    double buffer[kBlock];
+    for (size_t i = 0; i < n; i += kBlock) {
+      const size_t m = std::min(kBlock, n - i);
+      loadFloats(x.dtype(), in + i * inSize, buffer, m);
+      storeFloats(to, buffer, o + i * outSize, m);
+    }
+    return out;
+  }
+  for (size_t i = 0; i < n; ++i, in += inSize, o += outSize) convertElement(x.dtype(), in, to, o);
   return out;
 }
 

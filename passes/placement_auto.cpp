@@ -281,6 +281,16 @@ class AutoPlacer {
     }
   }
 
+  // At most how many edges a move adds: one per vertex for its unary terms, and for each used
+  // value at most one per user and auxiliary vertex in each of its three kinds of terms.
+  // Reserving the bound costs only address space (pages are touched when edges are written);
+  // growing the edge array instead copies it and faults in twice its size.
+  size_t edgeBound(int32_t vertices) const {
+    size_t bound = static_cast<size_t>(vertices);
+    for (ValueId v : used_) bound += 3 * p_.users(v).size() + 2 * k_ + 1;
+    return bound;
+  }
+
   // Returns whether the move was kept (it lowered the estimate).
   bool expand(Label alpha) {
     alpha_ = alpha;
@@ -290,7 +300,7 @@ class AutoPlacer {
       if (p_.label[v] != alpha && own(v, alpha) < kInf) vertex_[v] = count++;
     if (count == 2) return false;
     cut_.clear(count);
-    cut_.reserve(static_cast<size_t>(count) + 2 * used_.size());
+    cut_.reserve(edgeBound(count));
     unary_.assign(2 * static_cast<size_t>(count), 0);
     stayers_.resize(p_.devices.size());
     fixedOn_.assign(p_.devices.size(), 0);

@@ -52,7 +52,7 @@
 // transfersRemoved = the net drop of cast and transfer nodes (folded casts not counted);
 // nodesRemoved = other nodes of the input that are gone.
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 
 #include "passes/pass.h"
 
@@ -153,11 +153,11 @@ struct SameNode {
 // node-based set costs more than the rest of a sweep). Looked up and inserted, never iterated.
 class NodeTable {
  public:
-  void reset(const Graph *g, size_t expected) {
+  // Starts small: most nodes of a model read a value nothing else reads and never enter, and a
+  // table sized for every node is page faults for nothing. It doubles as nodes go in.
+  void reset(const Graph *g) {
     same_ = SameNode{g};
-    size_t cap = 16;
-    while (cap < 2 * expected) cap *= 2;
-    slots_.assign(cap, Slot{});
+    slots_.assign(1024, Slot{});
     size_ = 0;
   }
   /// The slot of a node equal to `id`, or nullptr when there was none and `id` went in.
@@ -205,7 +205,7 @@ class Simplifier {
   void run() {
     const auto nodesBefore = static_cast<NodeId>(g_.nodeCount());
     const Counts before = count([](NodeId) { return true; });
-    countUses();
+    countUses(before.casts, before.transfers);
     do {
       again_ = false;
       sweep();
@@ -237,11 +237,15 @@ class Simplifier {
   // name keep their names. The dead source takes the fold's generated name.
   void nameFoldsAfterTheirSources() {
     auto live = [&](ValueId v) { return g_.value(v).def >= 0; };
-    std::map<ValueId, int> liveFolds;
-    for (const auto &[folded, source] : foldSource_) liveFolds[source] += live(folded);
-    for (const auto &[folded, source] : foldSource_) {
-      if (!live(folded) || live(source) || liveFolds[source] != 1 || outputs_[folded] > 0) continue;
-      g_.swapNames(source, folded);
+    std::vector<std::pair<ValueId, ValueId>> bySource;  // (source, its live fold)
+    for (const auto &[folded, source] : folded_)
+      if (live(folded)) bySource.emplace_back(source, folded);
+    std::sort(bySource.begin(), bySource.end());
+    for (size_t i = 0; i < bySource.size(); ++i) {
+      const auto [source, folded] = bySource[i];
+      const bool alone = (i == 0 || bySource[i - 1].first != source) &&
+                         (i + 1 == bySource.size() || bySource[i + 1].first != source);
+      if (alone && !live(source) && outputs_[folded] == 0) g_.swapNames(source, folded);
     }
   }
 
@@ -273,7 +277,13 @@ class Simplifier {
     dead_.resize(g_.nodeCount(), 0);
   }
 
-  void countUses() {
+  void countUses(int casts, int transfers) {
+    // Rules add values (folds, moved casts, names kept by identities), at most a few per cast,
+    // transfer or output: room for them now, so no array is copied (and faulted in) mid-sweep.
+    const size_t room = g_.valueCount() + 2 * (casts + transfers) + 2 * g_.outputs().size() + 64;
+    for (auto *a : {&repl_, &uses_, &outputs_, &alone_}) a->reserve(room);
+    for (auto *a : {&fresh_, &watched_}) a->reserve(room);
+    foldMemo_.reserve(static_cast<size_t>(casts));
     grow();
     for (NodeId id : g_.order())
       for (ValueId o : g_.node(id).operands) ++uses_[o];
@@ -458,7 +468,7 @@ class Simplifier {
   void sweep() {
     std::fill(watched_.begin(), watched_.end(), 0);
     std::fill(alone_.begin(), alone_.end(), -1);
-    cse_.reset(&g_, g_.order().size());
+    cse_.reset(&g_);
     attached_.clear();
     std::vector<NodeId> order(g_.order().begin(), g_.order().end());
     for (NodeId id : order)
@@ -685,7 +695,7 @@ class Simplifier {
   Outcome unfold(NodeId id) {
     const Node &n = g_.node(id);
     const ValueId folded = n.operands[0];
-    const ValueId source = foldSource_.at(folded);
+    const ValueId source = sourceOf(folded);
     const DType s = g_.value(source).type.dtype, t = g_.value(folded).type.dtype;
     const Device to = *g_.value(n.result).device;
     if (dtypeSize(t) <= dtypeSize(s) || !ctx_.options.capabilities.supports(to, OpKind::Cast, t))
@@ -720,7 +730,8 @@ class Simplifier {
 
   // `p` converted to `to` as a new param; `loc` and `castWhy` are the cast's.
   ValueId foldParam(ValueId p, DType to, const Location &loc, const Reason &castWhy) {
-    auto key = std::make_pair(p, to);
+    const uint64_t key =
+        static_cast<uint64_t>(static_cast<uint32_t>(p)) << 8 | static_cast<uint8_t>(to);
     if (auto it = foldMemo_.find(key); it != foldMemo_.end()) return it->second;
     const ParamDecl &decl = g_.paramOf(p);  // params never move while one is added
     const Value &vp = g_.value(p);
@@ -741,8 +752,17 @@ class Simplifier {
     grow();
     fresh_[v] = 1;
     foldMemo_.emplace(key, v);
-    foldSource_.emplace(v, p);
+    folded_.emplace_back(v, p);
     return v;
+  }
+
+  // The param `folded` was folded from (folded_ is in id order: params are made with rising ids).
+  ValueId sourceOf(ValueId folded) const {
+    auto it =
+        std::lower_bound(folded_.begin(), folded_.end(), std::pair<ValueId, ValueId>{folded, -1});
+    FERRY_CHECK(it != folded_.end() && it->first == folded)
+        << "%" << g_.value(folded).name << " is not a fold";
+    return it->second;
   }
 
   ValueId foldConstant(const Node &constant, DType to, const Node &cast) {
@@ -786,9 +806,9 @@ class Simplifier {
   NodeTable cse_;
   std::vector<NodeId> killStack_;
   std::vector<std::pair<NodeId, NodeId>> attached_;  // (anchor node or -1, new node)
-  std::map<std::pair<ValueId, DType>, ValueId> foldMemo_;
-  std::map<ValueId, ValueId> foldSource_;  // folded param -> its source param
-  std::vector<uint8_t> watched_;           // per value: see declined()
+  std::unordered_map<uint64_t, ValueId> foldMemo_;   // (source param, dtype) -> folded param
+  std::vector<std::pair<ValueId, ValueId>> folded_;  // (folded param, its source), ids rising
+  std::vector<uint8_t> watched_;                     // per value: see declined()
   std::vector<NodeId> alone_;  // per value: a node visited this sweep that alone reads it (CSE)
   bool again_ = false, paramUnused_ = false;
 };

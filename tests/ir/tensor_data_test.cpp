@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "ir/tensor_data.h"
 
@@ -49,6 +52,42 @@ TEST(TensorData, CastsIntoIntegersWrapFromIntegersAndFloatsAlike) {
             (std::vector<double>{44, 255, 127, 0}));  // as from i64: one rule
   EXPECT_EQ(cast(TensorData::fromDoubles(DType::I64, {4}, big), DType::Bool),
             (std::vector<double>{1, 1, 1, 1}));
+}
+
+// castTensor converts floats in blocks with the dtype switches hoisted; it must give the bytes
+// convertElement gives one element at a time, across block edges and for special values.
+TEST(TensorData, CastBetweenFloatsMatchesConvertElementBitForBit) {
+  const DType floats[] = {DType::F16, DType::BF16, DType::F32, DType::F64};
+  std::vector<double> values{0.0,
+                             -0.0,
+                             1.0,
+                             -2.5,
+                             65504,
+                             70000,
+                             1e-8,
+                             1e300,
+                             -1e-300,
+                             std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(),
+                             std::nan("")};
+  for (int i = 0; values.size() < 600; ++i)
+    values.push_back(std::ldexp(1.0 + i / 7.0, i % 40 - 20));
+  for (DType from : floats) {
+    const TensorData x =
+        TensorData::fromDoubles(from, {static_cast<int64_t>(values.size())}, values);
+    for (DType to : floats) {
+      SCOPED_TRACE(std::string(dtypeName(from)) + " -> " + std::string(dtypeName(to)));
+      const TensorData y = castTensor(x, to);
+      ASSERT_EQ(y.dtype(), to);
+      ASSERT_EQ(y.numel(), x.numel());
+      std::vector<std::byte> one(dtypeSize(to));
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        convertElement(from, x.bytes().data() + i * dtypeSize(from), to, one.data());
+        ASSERT_EQ(std::memcmp(one.data(), y.bytes().data() + i * dtypeSize(to), one.size()), 0)
+            << "element " << i << " (" << values[static_cast<size_t>(i)] << ")";
+      }
+    }
+  }
 }
 
 TEST(TensorData, HalfTypesRoundToNearestEven) {

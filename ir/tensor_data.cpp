@@ -179,23 +179,29 @@ void storeFloats(DType t, const double *in, std::byte *out, size_t n) {
 
 }  // namespace
 
-TensorData castTensor(const TensorData &x, DType to) {
-  TensorData out(to, x.shape());
-  const size_t inSize = dtypeSize(x.dtype()), outSize = dtypeSize(to);
-  const std::byte *in = x.bytes().data();
-  std::byte *o = out.mutableBytes().data();
-  const auto n = static_cast<size_t>(x.numel());
-  if (isFloating(x.dtype()) && isFloating(to)) {
+void convertElements(DType from, const std::byte *in, DType to, std::byte *out, size_t n) {
+  const size_t inSize = dtypeSize(from), outSize = dtypeSize(to);
+  if (from == to) {
+    if (n > 0) std::memcpy(out, in, n * inSize);
+    return;
+  }
+  if (isFloating(from) && isFloating(to)) {
     constexpr size_t kBlock = 256;
     double buffer[kBlock];
     for (size_t i = 0; i < n; i += kBlock) {
       const size_t m = std::min(kBlock, n - i);
-      loadFloats(x.dtype(), in + i * inSize, buffer, m);
-      storeFloats(to, buffer, o + i * outSize, m);
+      loadFloats(from, in + i * inSize, buffer, m);
+      storeFloats(to, buffer, out + i * outSize, m);
     }
-    return out;
+    return;
   }
-  for (size_t i = 0; i < n; ++i, in += inSize, o += outSize) convertElement(x.dtype(), in, to, o);
+  for (size_t i = 0; i < n; ++i, in += inSize, out += outSize) convertElement(from, in, to, out);
+}
+
+TensorData castTensor(const TensorData &x, DType to) {
+  TensorData out(to, x.shape());
+  convertElements(x.dtype(), x.bytes().data(), to, out.mutableBytes().data(),
+                  static_cast<size_t>(x.numel()));
   return out;
 }
 

@@ -71,6 +71,9 @@ void storeIntWrapping(DType t, std::byte *p, int64_t v);
 /// bool/integer to integer wraps exactly through int64; to bool is `v != 0`; float to integer
 /// truncates into int64 and wraps, as storeDouble; to a float rounds to nearest even.
 void convertElement(DType from, const std::byte *in, DType to, std::byte *out);
+/// `n` elements at `in` (dtype `from`) converted into `out` (dtype `to`), each as
+/// convertElement does (float to float in blocks, the dtype switches out of the loop).
+void convertElements(DType from, const std::byte *in, DType to, std::byte *out, size_t n);
 /// `x` converted element by element with convertElement.
 TensorData castTensor(const TensorData &x, DType to);
 

@@ -1,0 +1,72 @@
+// backends/backend.h — what a device backend gives the runtime: memory on its devices, copies,
+// the (op, dtype) pairs it has kernels for, and running one node's kernel.
+//
+// The runtime owns the plan (which buffer each value lives in, in which order nodes run); a
+// backend only executes what it is told, on memory it allocated. Passes never see a backend:
+// they read its capabilities through CompileOptions::capabilities. Adding a backend (CUDA) is a
+// new subclass and a line where the runtime picks backends by device kind.
+//
+// Tensors handed to a backend are dense and row-major (strides follow from the shape); a
+// TensorView does not own its bytes.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "ir/device.h"
+#include "ir/dtype.h"
+#include "ir/ops.h"
+#include "ir/status.h"
+#include "ir/types.h"
+
+namespace ferry {
+
+/// A dense tensor in some device's memory, as a kernel sees it. `type` outlives the call.
+struct TensorView {
+  std::byte *data = nullptr;
+  const TensorType *type = nullptr;
+  Device device;
+
+  size_t bytes() const { return type->byteSize(); }
+};
+
+/// One node's kernel invocation: its op and attributes, operands and the result to write, all
+/// on the node's device (a transfer's operand is on the device it copies from).
+struct KernelCall {
+  const OpInfo &op;
+  const Attrs &attrs;
+  std::span<const TensorView> operands;
+  TensorView result;
+  const Location &loc;  ///< the node's source location, for errors
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  /// The devices this backend drives.
+  virtual std::span<const Device> devices() const = 0;
+
+  /// `bytes` of memory on `device`, 64-byte aligned; an error when the device has no room.
+  /// Zero bytes give a valid, distinct pointer.
+  virtual Expected<std::byte *> allocate(Device device, size_t bytes) = 0;
+  /// Returns memory from allocate(); anything else is a bug and fails loudly.
+  virtual void release(Device device, std::byte *data) = 0;
+  /// Whether [data, data + bytes) lies in one live allocation on `device`.
+  virtual bool owns(Device device, const std::byte *data, size_t bytes) const = 0;
+
+  /// Copies `from` into `to` (same dtype and element count; any two devices of this backend,
+  /// or host memory outside it when a view's device is the host's and the backend says so).
+  virtual Status copy(const TensorView &from, const TensorView &to) = 0;
+
+  /// Whether this backend has a kernel for `op` computing in `dtype` (the result's dtype; for
+  /// comparisons the operands').
+  virtual bool supports(OpKind op, DType dtype) const = 0;
+
+  /// Runs one node. Errors that only data can reveal (an index out of range) come back as a
+  /// Status with code "runtime" at the node's location; a broken call (operands in another
+  /// device's memory, wrong dtypes) is code "internal".
+  virtual Status run(const KernelCall &call) = 0;
+};
+
+}  // namespace ferry

@@ -1,0 +1,30 @@
+// backends/cpu/kernels.h — internal: the CPU kernels by op family.
+//
+// Contract (what compile() guarantees and the runtime passes on): operands and result are dense
+// row-major views on one device; data operands already have the dtype the op computes in (the
+// result's dtype, or for comparisons one dtype shared by both), because the dtype pass inserted
+// the casts; shapes are the inferred ones. A call outside the contract is an "internal" error,
+// not undefined behaviour.
+#pragma once
+
+#include "backends/backend.h"
+
+namespace ferry::cpu {
+
+/// Whether runKernel has a kernel for `op` computing in `dtype`.
+bool hasKernel(OpKind op, DType dtype);
+/// Runs the kernel of `call.op` (ownership already checked by the backend).
+Status runKernel(const KernelCall &call);
+
+// Families (elementwise.cpp, copy.cpp).
+Status unary(const KernelCall &call);
+Status binary(const KernelCall &call);  // arithmetic and comparisons
+Status where(const KernelCall &call);
+Status cast(const KernelCall &call);
+Status copyBytes(const KernelCall &call);  // reshape-like ops, identity, transfer
+Status constant(const KernelCall &call);
+
+/// An "internal" error at the call's node: the call broke the contract above.
+Status contractError(const KernelCall &call, const std::string &what);
+
+}  // namespace ferry::cpu

@@ -1,0 +1,343 @@
+// tests/backends/cpu_backend_test.cpp — the CPU backend: arenas of virtual devices, copies,
+// the ownership check, and every kernel it claims (supports()) against the reference
+// interpreter, for every dtype the op accepts, with broadcasting and edge shapes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "backends/cpu/cpu_backend.h"
+#include "reference_util.h"
+
+namespace ferry {
+namespace {
+
+using reftest::completeAttrs;
+using reftest::sameTensor;
+
+CpuBackend::Options checked(int devices) {
+  CpuBackend::Options o;
+  o.devices = devices;
+  o.checkOwnership = true;
+  return o;
+}
+
+// A TensorData copied into a fresh allocation on `device`; freed with the backend.
+struct DeviceTensor {
+  TensorType type;
+  std::byte *data;
+  Device device;
+  TensorView view() { return {data, &type, device}; }
+};
+
+DeviceTensor upload(CpuBackend &b, const TensorData &t, Device device) {
+  Expected<std::byte *> p = b.allocate(device, t.byteSize());
+  FERRY_CHECK(p.ok()) << p.status().message();
+  if (t.byteSize() > 0) std::memcpy(*p, t.bytes().data(), t.byteSize());
+  return {t.type(), *p, device};
+}
+
+TensorData download(const DeviceTensor &d) {
+  TensorData t(d.type.dtype, d.type.shape);
+  if (t.byteSize() > 0) std::memcpy(t.mutableBytes().data(), d.data, t.byteSize());
+  return t;
+}
+
+// Runs `op` on the backend (operands and result on `device`) and returns the result.
+Expected<TensorData> runOnCpu(CpuBackend &b, const OpInfo &op, const std::vector<TensorData> &in,
+                              const Attrs &attrs, const TensorType &result,
+                              Device device = Device::cpu()) {
+  std::vector<DeviceTensor> operands;
+  std::vector<TensorView> views;
+  for (const TensorData &t : in) operands.push_back(upload(b, t, device));
+  for (DeviceTensor &d : operands) views.push_back(d.view());
+  DeviceTensor out = upload(b, TensorData(result.dtype, result.shape), device);
+  const Location loc{"test.fy", 3, 1};
+  Status s = b.run(KernelCall{op, attrs, views, out.view(), loc});
+  Expected<TensorData> got = s.ok() ? Expected<TensorData>(download(out)) : Expected<TensorData>(s);
+  for (DeviceTensor &d : operands) b.release(device, d.data);
+  b.release(device, out.data);
+  return got;
+}
+
+// Values in the domain of each op family, as `dtype` holds them.
+TensorData sample(DType dtype, Shape shape, OpKind op, uint64_t seed) {
+  TensorData t(dtype, std::move(shape));
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (dtype == DType::Bool) {
+      t.setInt(i, static_cast<int64_t>(rng() % 2));
+    } else if (!isFloating(dtype)) {
+      const int64_t span = op == OpKind::Pow ? 4 : dtype == DType::U8 ? 250 : 200;
+      const int64_t lo = op == OpKind::Pow || dtype == DType::U8 ? 0 : -100;
+      t.setInt(i, lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(span)));
+    } else {
+      const bool positive =
+          op == OpKind::Log || op == OpKind::Sqrt || op == OpKind::Rsqrt || op == OpKind::Pow;
+      double u = std::uniform_real_distribution<double>(-3, 3)(rng);
+      t.set(i, positive ? std::fabs(u) + 0.25 : u);
+    }
+  }
+  return t;
+}
+
+double tolerance(DType t) {
+  switch (t) {
+    case DType::F16: return 4e-3;  // f32 math rounded once vs double math rounded once
+    case DType::BF16: return 2e-2;
+    case DType::F32: return 1e-5;
+    case DType::F64: return 1e-12;
+    default: return 0;
+  }
+}
+
+TEST(CpuBackend, ArenasOwnTheirAllocationsOnly) {
+  CpuBackend b(checked(2));
+  ASSERT_EQ(b.devices().size(), 2u);
+  Expected<std::byte *> p0 = b.allocate(Device::cpu(0), 100), p1 = b.allocate(Device::cpu(1), 8);
+  ASSERT_TRUE(p0.ok() && p1.ok());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(*p0) % 64, 0u);
+  EXPECT_TRUE(b.owns(Device::cpu(0), *p0, 100));
+  EXPECT_TRUE(b.owns(Device::cpu(0), *p0 + 60, 40));
+  EXPECT_FALSE(b.owns(Device::cpu(0), *p0 + 60, 41));  // runs past the block
+  EXPECT_FALSE(b.owns(Device::cpu(1), *p0, 100));      // another device's memory
+  EXPECT_FALSE(b.owns(Device::cpu(2), *p0, 100));      // no such device
+  EXPECT_FALSE(b.owns(Device::cuda(0), *p0, 100));
+  EXPECT_EQ(b.bytesInUse(Device::cpu(0)), 100u);
+  EXPECT_EQ(b.bytesInUse(Device::cpu(1)), 8u);
+  Expected<std::byte *> empty = b.allocate(Device::cpu(0), 0);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_NE(*empty, *p0);
+  EXPECT_TRUE(b.owns(Device::cpu(0), *empty, 0));
+  b.release(Device::cpu(0), *p0);
+  EXPECT_FALSE(b.owns(Device::cpu(0), *p0, 1));
+  EXPECT_EQ(b.bytesInUse(Device::cpu(0)), 0u);
+  b.release(Device::cpu(0), *empty);
+  b.release(Device::cpu(1), *p1);
+}
+
+TEST(CpuBackendDeathTest, ReleasingMemoryOfAnotherDeviceIsABug) {
+  CpuBackend b(checked(2));
+  std::byte *p = *b.allocate(Device::cpu(1), 16);
+  EXPECT_DEATH(b.release(Device::cpu(0), p), "not an allocation of cpu");
+  EXPECT_DEATH((void)b.allocate(Device::cpu(5), 1), "cpu:5 is not a device of this CPU backend");
+  b.release(Device::cpu(1), p);
+}
+
+TEST(CpuBackend, CopiesBetweenVirtualDevicesAndChecksBothSides) {
+  CpuBackend b(checked(2));
+  const TensorData x =
+      TensorData::fromDoubles(DType::F32, {2, 3}, std::vector<double>{1, 2, 3, 4, 5, 6});
+  DeviceTensor from = upload(b, x, Device::cpu(0));
+  DeviceTensor to = upload(b, TensorData(DType::F32, {2, 3}), Device::cpu(1));
+  ASSERT_TRUE(b.copy(from.view(), to.view()).ok());
+  EXPECT_TRUE(sameTensor(download(to), x, 0));
+  // A view that claims cpu:1 but points into cpu:0's arena is caught.
+  TensorView liar = from.view();
+  liar.device = Device::cpu(1);
+  Status s = b.copy(liar, to.view());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("copy from cpu:1 reads memory that is not that device's"),
+            std::string::npos)
+      << s.message();
+  // Mismatched element counts are refused, not overrun.
+  DeviceTensor small = upload(b, TensorData(DType::F32, {2}), Device::cpu(1));
+  s = b.copy(from.view(), small.view());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("must match"), std::string::npos) << s.message();
+  for (DeviceTensor *d : {&from, &to, &small}) b.release(d->device, d->data);
+}
+
+TEST(CpuBackend, AKernelReadingAnotherDevicesMemoryIsAMissingTransfer) {
+  CpuBackend b(checked(2));
+  const OpInfo &add = opInfo(OpKind::Add);
+  const TensorData x = TensorData::full(DType::F32, {4}, 1.0);
+  DeviceTensor a = upload(b, x, Device::cpu(0)), c = upload(b, x, Device::cpu(1));
+  DeviceTensor out = upload(b, TensorData(DType::F32, {4}), Device::cpu(0));
+  // Operand 1 claims cpu:0, as a planner that forgot the transfer would hand it over.
+  TensorView views[] = {a.view(), {c.data, &c.type, Device::cpu(0)}};
+  const Attrs attrs = completeAttrs(add, {});
+  const Location loc{"model.fy", 12, 5};
+  Status s = b.run(KernelCall{add, attrs, views, out.view(), loc});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.diagnostics()[0].code, "internal");
+  EXPECT_EQ(s.diagnostics()[0].loc.line, 12);
+  EXPECT_NE(s.message().find("'add' at model.fy:12:5 runs on cpu but operand 1 (f32[4]) is not "
+                             "in cpu's memory: a transfer is missing"),
+            std::string::npos)
+      << s.message();
+  // With the transfer done (a copy into cpu:0's arena), the same call runs.
+  DeviceTensor moved = upload(b, TensorData(DType::F32, {4}), Device::cpu(0));
+  ASSERT_TRUE(b.copy(c.view(), moved.view()).ok());
+  views[1] = moved.view();
+  ASSERT_TRUE(b.run(KernelCall{add, attrs, views, out.view(), loc}).ok());
+  EXPECT_TRUE(sameTensor(download(out), TensorData::full(DType::F32, {4}, 2.0), 0));
+  for (DeviceTensor *d : {&a, &c, &out, &moved}) b.release(d->device, d->data);
+}
+
+TEST(CpuBackend, RefusesCallsOutsideItsContract) {
+  CpuBackend b(checked(1));
+  // An operand in another dtype than the op computes in: a cast is missing.
+  const OpInfo &mul = opInfo(OpKind::Mul);
+  Expected<TensorData> r =
+      runOnCpu(b, mul, {TensorData(DType::F32, {2}), TensorData(DType::F16, {2})},
+               completeAttrs(mul, {}), TensorType{DType::F32, {2}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("operand 1 is f16[2], expected f32 (a cast is missing)"),
+            std::string::npos)
+      << r.status().message();
+  // An op the backend does not claim.
+  const OpInfo &mm = opInfo(OpKind::Matmul);
+  EXPECT_FALSE(b.supports(OpKind::Matmul, DType::F32));
+  r = runOnCpu(b, mm, {TensorData(DType::F32, {2, 2}), TensorData(DType::F32, {2, 2})},
+               completeAttrs(mm, {}), TensorType{DType::F32, {2, 2}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no kernel for 'matmul' in f32"), std::string::npos)
+      << r.status().message();
+}
+
+constexpr OpKind kUnary[] = {OpKind::Neg,  OpKind::Abs,   OpKind::Exp,  OpKind::Log,
+                             OpKind::Sqrt, OpKind::Rsqrt, OpKind::Tanh, OpKind::Sigmoid,
+                             OpKind::Relu, OpKind::Gelu,  OpKind::Erf,  OpKind::Silu};
+constexpr OpKind kBinary[] = {OpKind::Add,  OpKind::Sub,     OpKind::Mul,     OpKind::Div,
+                              OpKind::Pow,  OpKind::Maximum, OpKind::Minimum, OpKind::Equal,
+                              OpKind::Less, OpKind::Greater};
+
+// Every unary and binary op the backend claims, for every dtype, on shapes that broadcast in
+// each way and on empty and size-1 tensors: equal to the reference within the dtype's tolerance.
+TEST(CpuBackend, ElementwiseKernelsMatchTheReferenceForEveryClaimedDType) {
+  CpuBackend b(checked(1));
+  const std::vector<std::pair<Shape, Shape>> binaryShapes{
+      {{2, 3, 4}, {2, 3, 4}}, {{3, 1, 4}, {5, 1}}, {{}, {2, 3}},   {{7}, {}},
+      {{0, 3}, {1, 3}},       {{1}, {1}},          {{600}, {600}}, {{4, 1}, {1, 700}}};
+  const std::vector<Shape> unaryShapes{{2, 3, 4}, {}, {0, 5}, {1}, {1100}};
+  int checkedCases = 0;
+  uint64_t seed = 1;
+  for (const OpInfo &info : allOps()) {
+    const bool isUnary =
+        std::find(std::begin(kUnary), std::end(kUnary), info.kind) != std::end(kUnary);
+    const bool isBinary =
+        std::find(std::begin(kBinary), std::end(kBinary), info.kind) != std::end(kBinary);
+    if (!isUnary && !isBinary) continue;
+    for (DType dtype : kAllDTypes) {
+      if (!b.supports(info.kind, dtype)) continue;
+      std::vector<std::vector<NamedAttr>> attrSets{{}};
+      if (info.kind == OpKind::Gelu)
+        attrSets = {{{"approximate", std::string("none")}}, {{"approximate", std::string("tanh")}}};
+      for (const auto &given : attrSets) {
+        const Attrs attrs = completeAttrs(info, given);
+        std::vector<std::vector<Shape>> shapeSets;
+        if (isBinary)
+          for (const auto &[x, y] : binaryShapes) shapeSets.push_back({x, y});
+        else
+          for (const Shape &x : unaryShapes) shapeSets.push_back({x});
+        for (const auto &shapes : shapeSets) {
+          std::vector<TensorData> in;
+          std::vector<TensorType> types;
+          for (const Shape &s : shapes) {
+            in.push_back(sample(dtype, s, info.kind, seed++));
+            types.push_back(in.back().type());
+          }
+          InferResult inferred = inferType(info, types, attrs);
+          ASSERT_TRUE(std::holds_alternative<TensorType>(inferred)) << info.name;
+          const TensorType result = std::get<TensorType>(inferred);
+          SCOPED_TRACE(std::string(info.name) + " " + std::string(dtypeName(dtype)) + " " +
+                       types[0].str() + (shapes.size() > 1 ? " " + types[1].str() : ""));
+          Expected<TensorData> want = reference::evalOp(info, in, attrs, result);
+          ASSERT_TRUE(want.ok()) << want.status().message();
+          Expected<TensorData> got = runOnCpu(b, info, in, attrs, result);
+          ASSERT_TRUE(got.ok()) << got.status().message();
+          EXPECT_TRUE(sameTensor(*got, *want, tolerance(result.dtype)));
+          ++checkedCases;
+        }
+      }
+    }
+  }
+  // 12 unary ops and 10 binary ops over their dtypes: a table that lost its entries would pass
+  // the loop above vacuously.
+  EXPECT_GT(checkedCases, 600);
+}
+
+TEST(CpuBackend, IntegerArithmeticWrapsAndFloatsKeepNaNLikeTheReference) {
+  CpuBackend b(checked(1));
+  auto run = [&](OpKind k, TensorData x, TensorData y) {
+    const OpInfo &info = opInfo(k);
+    const Attrs attrs = completeAttrs(info, {});
+    const TensorType result =
+        std::get<TensorType>(inferType(info, std::vector{x.type(), y.type()}, attrs));
+    Expected<TensorData> got = runOnCpu(b, info, {x, y}, attrs, result);
+    Expected<TensorData> want = reference::evalOp(info, std::vector{x, y}, attrs, result);
+    FERRY_CHECK(got.ok() && want.ok());
+    return std::make_pair(*got, *want);
+  };
+  auto [sum, sumRef] = run(OpKind::Add, reftest::ints(DType::U8, {2}, {200, 255}),
+                           reftest::ints(DType::U8, {2}, {100, 1}));
+  EXPECT_EQ(sum.atInt(0), 44);
+  EXPECT_EQ(sum.atInt(1), 0);
+  EXPECT_TRUE(sameTensor(sum, sumRef, 0));
+  auto [prod, prodRef] = run(OpKind::Mul, reftest::ints(DType::I32, {1}, {1 << 20}),
+                             reftest::ints(DType::I32, {1}, {1 << 12}));
+  EXPECT_EQ(prod.atInt(0), 0);  // 2^32 wraps to 0
+  EXPECT_TRUE(sameTensor(prod, prodRef, 0));
+  const double nan = std::nan("");
+  auto [mx, mxRef] =
+      run(OpKind::Maximum, reftest::f32({3}, {nan, 1, 2}), reftest::f32({3}, {0, nan, 3}));
+  EXPECT_TRUE(std::isnan(mx.at(0)) && std::isnan(mx.at(1)));
+  EXPECT_EQ(mx.at(2), 3);
+  EXPECT_TRUE(sameTensor(mx, mxRef, 0));
+  auto [orr, orRef] =
+      run(OpKind::Add, reftest::bools({4}, {0, 1, 0, 1}), reftest::bools({4}, {0, 0, 1, 1}));
+  EXPECT_TRUE(sameTensor(orr, reftest::bools({4}, {0, 1, 1, 1}), 0));
+  EXPECT_TRUE(sameTensor(orr, orRef, 0));
+}
+
+TEST(CpuBackend, WhereCastAndCopiesMatchTheReferenceForEveryDType) {
+  CpuBackend b(checked(1));
+  uint64_t seed = 100;
+  for (DType dtype : kAllDTypes) {
+    SCOPED_TRACE(std::string(dtypeName(dtype)));
+    // where, with the condition and both branches broadcasting.
+    const OpInfo &w = opInfo(OpKind::Where);
+    std::vector<TensorData> in{sample(DType::Bool, {3, 1}, OpKind::Where, seed++),
+                               sample(dtype, {1, 4}, OpKind::Where, seed++),
+                               sample(dtype, {3, 4}, OpKind::Where, seed++)};
+    const Attrs none = completeAttrs(w, {});
+    const TensorType wt{dtype, {3, 4}};
+    Expected<TensorData> got = runOnCpu(b, w, in, none, wt);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_TRUE(sameTensor(*got, *reference::evalOp(w, in, none, wt), 0));
+
+    // cast into every dtype: the same conversion as the reference, bit for bit.
+    const OpInfo &c = opInfo(OpKind::Cast);
+    const TensorData x = sample(dtype, {700}, OpKind::Cast, seed++);
+    for (DType to : kAllDTypes) {
+      const Attrs attrs = completeAttrs(c, {{"to", to}});
+      const TensorType ct{to, {700}};
+      got = runOnCpu(b, c, {x}, attrs, ct);
+      ASSERT_TRUE(got.ok()) << got.status().message();
+      Expected<TensorData> want = reference::evalOp(c, std::vector{x}, attrs, ct);
+      ASSERT_TRUE(want.ok());
+      ASSERT_EQ(got->byteSize(), want->byteSize());
+      EXPECT_EQ(std::memcmp(got->bytes().data(), want->bytes().data(), got->byteSize()), 0)
+          << "cast to " << dtypeName(to);
+    }
+
+    // reshape and flatten move the same bytes; constant writes its value.
+    const OpInfo &r = opInfo(OpKind::Reshape);
+    const Attrs shape = completeAttrs(r, {reftest::attrIs("shape", {4, -1})});
+    const TensorData y = sample(dtype, {2, 3, 2}, OpKind::Reshape, seed++);
+    got = runOnCpu(b, r, {y}, shape, TensorType{dtype, {4, 3}});
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_TRUE(sameTensor(
+        *got, *reference::evalOp(r, std::vector{y}, shape, TensorType{dtype, {4, 3}}), 0));
+    const OpInfo &k = opInfo(OpKind::Constant);
+    const Attrs value = completeAttrs(k, {{"value", y}});
+    got = runOnCpu(b, k, {}, value, y.type());
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_TRUE(sameTensor(*got, y, 0));
+  }
+}
+
+}  // namespace
+}  // namespace ferry

@@ -55,8 +55,9 @@ class Backend {
   /// Whether [data, data + bytes) lies in one live allocation on `device`.
   virtual bool owns(Device device, const std::byte *data, size_t bytes) const = 0;
 
-  /// Copies `from` into `to` (same dtype and element count; any two devices of this backend,
-  /// or host memory outside it when a view's device is the host's and the backend says so).
+  /// Copies `from` into `to`: same dtype and element count, both in allocations of devices of
+  /// this backend. (Copies from and to an app's own host memory are the runtime's, and come
+  /// with the CUDA backend.)
   virtual Status copy(const TensorView &from, const TensorView &to) = 0;
 
   /// Whether this backend has a kernel for `op` computing in `dtype` (the result's dtype; for

@@ -74,7 +74,7 @@ void convertElement(DType from, const std::byte *in, DType to, std::byte *out);
 /// `n` elements at `in` (dtype `from`) converted into `out` (dtype `to`), each as
 /// convertElement does (float to float in blocks, the dtype switches out of the loop).
 void convertElements(DType from, const std::byte *in, DType to, std::byte *out, size_t n);
-/// `x` converted element by element with convertElement.
+/// `x` converted as convertElements does.
 TensorData castTensor(const TensorData &x, DType to);
 
 }  // namespace ferry

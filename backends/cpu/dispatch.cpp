@@ -5,7 +5,18 @@ namespace ferry::cpu {
 
 namespace {
 
-enum class Family : uint8_t { None, Unary, Binary, Where, Cast, Copy, Constant };
+enum class Family : uint8_t {
+  Unary,
+  Binary,
+  Where,
+  Cast,
+  Copy,
+  Constant,
+  Linalg,
+  Pool,
+  Normalize,
+  Movement
+};
 
 // No default: a new row in ir/ops.def must be placed here (-Wswitch), even if only as None.
 Family familyOf(OpKind k) {
@@ -41,27 +52,27 @@ Family familyOf(OpKind k) {
     case OpKind::Transfer:
     case OpKind::Identity: return Family::Copy;
     case OpKind::Constant: return Family::Constant;
-    // Not yet on the CPU backend: supports() says so, and placement falls them back or rejects.
     case OpKind::Matmul:
     case OpKind::Linear:
-    case OpKind::Conv2d:
+    case OpKind::Conv2d: return Family::Linalg;
     case OpKind::MaxPool2d:
     case OpKind::AvgPool2d:
-    case OpKind::GlobalAvgPool:
+    case OpKind::GlobalAvgPool: return Family::Pool;
     case OpKind::BatchNorm:
     case OpKind::LayerNorm:
     case OpKind::Sum:
     case OpKind::Mean:
     case OpKind::Max:
     case OpKind::Softmax:
-    case OpKind::LogSoftmax:
+    case OpKind::LogSoftmax: return Family::Normalize;
     case OpKind::Transpose:
     case OpKind::Concat:
     case OpKind::Slice:
     case OpKind::Gather:
-    case OpKind::Expand: return Family::None;
+    case OpKind::Expand: return Family::Movement;
   }
-  return Family::None;
+  FERRY_CHECK(false) << "op without a family";
+  return Family::Copy;
 }
 
 }  // namespace
@@ -69,7 +80,6 @@ Family familyOf(OpKind k) {
 bool hasKernel(OpKind op, DType dtype) {
   const OpInfo &info = opInfo(op);
   switch (familyOf(op)) {
-    case Family::None: return false;
     case Family::Unary:
     case Family::Binary:
       // Float-producing ops (exp, div...) compute in a floating dtype: the dtype pass casts
@@ -80,6 +90,10 @@ bool hasKernel(OpKind op, DType dtype) {
     case Family::Cast:
     case Family::Copy:
     case Family::Constant: return true;
+    case Family::Linalg: return linalgSupports(op, dtype);
+    case Family::Pool: return poolSupports(op, dtype);
+    case Family::Normalize: return normalizeSupports(op, dtype);
+    case Family::Movement: return movementSupports(op, dtype);
   }
   return false;
 }
@@ -105,7 +119,10 @@ Status runKernel(const KernelCall &call) {
     case Family::Cast: return cast(call);
     case Family::Copy: return copyBytes(call);
     case Family::Constant: return constant(call);
-    case Family::None: break;
+    case Family::Linalg: return linalg(call);
+    case Family::Pool: return pool(call);
+    case Family::Normalize: return normalize(call);
+    case Family::Movement: return movement(call);
   }
   return contractError(call, "no kernel");
 }

@@ -1,0 +1,60 @@
+// backends/cpu/parallel.cpp — parallelFor over Eigen's ThreadPool.
+#define EIGEN_USE_THREADS
+#include "backends/cpu/parallel.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <unsupported/Eigen/CXX11/ThreadPool>
+
+#include "ir/status.h"
+
+namespace ferry::cpu {
+
+namespace {
+
+int threadsWanted() {
+  if (const char *env = std::getenv("FERRY_NUM_THREADS"); env && *env) {
+    char *end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    FERRY_CHECK(*end == '\0' && n >= 1 && n <= 1024)
+        << "FERRY_NUM_THREADS must be a whole number from 1 to 1024, got '" << env << "'";
+    return static_cast<int>(n);
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// The calling thread works too, so the pool holds one thread fewer than wanted.
+Eigen::ThreadPool &pool() {
+  static Eigen::ThreadPool instance(std::max(1, threadsWanted() - 1));
+  return instance;
+}
+
+}  // namespace
+
+int poolThreads() { return pool().NumThreads() + 1; }
+
+void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)> &body) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  Eigen::ThreadPool &p = pool();
+  const int64_t maxChunks = std::min<int64_t>(n / grain, poolThreads());
+  if (maxChunks < 2 || p.CurrentThreadId() != -1) {
+    body(0, n);
+    return;
+  }
+  const int64_t chunk = (n + maxChunks - 1) / maxChunks;
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  Eigen::Barrier done(static_cast<unsigned>(chunks - 1));
+  for (int64_t c = 1; c < chunks; ++c) {
+    p.Schedule([&, c] {
+      body(c * chunk, std::min(n, (c + 1) * chunk));
+      done.Notify();
+    });
+  }
+  body(0, std::min(n, chunk));
+  done.Wait();
+}
+
+}  // namespace ferry::cpu

@@ -1,0 +1,93 @@
+// tests/backends/cpu_test_util.h — running single kernels of the CPU backend in tests: tensors
+// uploaded to a virtual device, one KernelCall, the result downloaded; sample inputs per op
+// and tolerances per dtype against the reference interpreter.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backends/cpu/cpu_backend.h"
+#include "reference_util.h"
+
+namespace ferry::cputest {
+
+inline CpuBackend::Options checked(int devices) {
+  CpuBackend::Options o;
+  o.devices = devices;
+  o.checkOwnership = true;
+  return o;
+}
+
+// A TensorData copied into a fresh allocation on `device`; freed with the backend.
+struct DeviceTensor {
+  TensorType type;
+  std::byte *data;
+  Device device;
+  TensorView view() { return {data, &type, device}; }
+};
+
+inline DeviceTensor upload(CpuBackend &b, const TensorData &t, Device device) {
+  Expected<std::byte *> p = b.allocate(device, t.byteSize());
+  FERRY_CHECK(p.ok()) << p.status().message();
+  if (t.byteSize() > 0) std::memcpy(*p, t.bytes().data(), t.byteSize());
+  return {t.type(), *p, device};
+}
+
+inline TensorData download(const DeviceTensor &d) {
+  TensorData t(d.type.dtype, d.type.shape);
+  if (t.byteSize() > 0) std::memcpy(t.mutableBytes().data(), d.data, t.byteSize());
+  return t;
+}
+
+// Runs `op` on the backend (operands and result on `device`) and returns the result.
+inline Expected<TensorData> runOnCpu(CpuBackend &b, const OpInfo &op,
+                                     const std::vector<TensorData> &in, const Attrs &attrs,
+                                     const TensorType &result, Device device = Device::cpu()) {
+  std::vector<DeviceTensor> operands;
+  std::vector<TensorView> views;
+  for (const TensorData &t : in) operands.push_back(upload(b, t, device));
+  for (DeviceTensor &d : operands) views.push_back(d.view());
+  DeviceTensor out = upload(b, TensorData(result.dtype, result.shape), device);
+  const Location loc{"test.fy", 3, 1};
+  Status s = b.run(KernelCall{op, attrs, views, out.view(), loc});
+  Expected<TensorData> got = s.ok() ? Expected<TensorData>(download(out)) : Expected<TensorData>(s);
+  for (DeviceTensor &d : operands) b.release(device, d.data);
+  b.release(device, out.data);
+  return got;
+}
+
+// Values in the domain of each op family, as `dtype` holds them.
+inline TensorData sample(DType dtype, Shape shape, OpKind op, uint64_t seed) {
+  TensorData t(dtype, std::move(shape));
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (dtype == DType::Bool) {
+      t.setInt(i, static_cast<int64_t>(rng() % 2));
+    } else if (!isFloating(dtype)) {
+      const int64_t span = op == OpKind::Pow ? 4 : dtype == DType::U8 ? 250 : 200;
+      const int64_t lo = op == OpKind::Pow || dtype == DType::U8 ? 0 : -100;
+      t.setInt(i, lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(span)));
+    } else {
+      const bool positive =
+          op == OpKind::Log || op == OpKind::Sqrt || op == OpKind::Rsqrt || op == OpKind::Pow;
+      double u = std::uniform_real_distribution<double>(-3, 3)(rng);
+      t.set(i, positive ? std::fabs(u) + 0.25 : u);
+    }
+  }
+  return t;
+}
+
+inline double tolerance(DType t) {
+  switch (t) {
+    case DType::F16: return 4e-3;  // f32 math rounded once vs double math rounded once
+    case DType::BF16: return 2e-2;
+    case DType::F32: return 1e-5;
+    case DType::F64: return 1e-12;
+    default: return 0;
+  }
+}
+
+}  // namespace ferry::cputest

@@ -4,8 +4,10 @@ CMAKE_FLAGS ?=
 
 .PHONY: demo test build deps configure clean
 
+# Compile the example (the annotated graph), then run it on the CPU with seeded random inputs.
 demo: build
 	./$(BUILD)/bin/ferry-compile examples/mlp.fy
+	./$(BUILD)/bin/ferry-run examples/mlp.fy --random-inputs --iterations 20
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j 2

@@ -1,5 +1,5 @@
 # examples/mlp.fy — a two-layer perceptron over flattened 28x28 images, batch 32.
-# `make demo` compiles this file and prints the annotated graph.
+# `make demo` compiles this file, prints the annotated graph, and runs it on the CPU.
 graph mlp {
   input %x : f32[32,784] @cpu
   param %fc1.weight : f32[256,784] = randn(seed=1)

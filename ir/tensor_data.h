@@ -48,6 +48,8 @@ class TensorData {
 
   /// Same dtype, shape and bytes.
   bool operator==(const TensorData &other) const;
+  /// Whether the two share one buffer (a copy of the other, not a clone).
+  bool sharesBytesWith(const TensorData &other) const { return bytes_ == other.bytes_; }
 
  private:
   TensorType type_;

@@ -9,6 +9,7 @@ packages=(
   libbenchmark-dev                   # bench/
   libcli11-dev                       # command lines of the tools
   libeigen3-dev                      # f16/bf16 conversions, CPU kernels
+  libopenblas-dev                    # GEMMs of the CPU kernels (matmul, linear, conv2d)
 )
 
 missing=()

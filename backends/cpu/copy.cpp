@@ -1,18 +1,40 @@
 // backends/cpu/copy.cpp — ops that move bytes unchanged: the reshape family, identity, transfer
-// (between the arenas of two virtual devices) and constant.
+// (between the arenas of two virtual devices) and constant. Large copies are split over the
+// thread pool: one core rarely saturates memory bandwidth.
 #include <cstring>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/parallel.h"
 #include "ir/tensor_data.h"
 
 namespace ferry::cpu {
+
+namespace {
+
+// Bytes per parallel chunk, at least: below this a memcpy is done before a thread wakes up.
+constexpr int64_t kChunkBytes = 128 << 10;
+
+// memmove: overlapping buffers (an in-place reshape) are copied serially, the rest in chunks.
+void copyMemory(std::byte *to, const std::byte *from, size_t bytes) {
+  if (bytes == 0 || to == from) return;
+  const auto t = reinterpret_cast<uintptr_t>(to), f = reinterpret_cast<uintptr_t>(from);
+  if (t < f + bytes && f < t + bytes) {
+    std::memmove(to, from, bytes);
+    return;
+  }
+  parallelFor(static_cast<int64_t>(bytes), kChunkBytes, [&](int64_t begin, int64_t end) {
+    std::memcpy(to + begin, from + begin, static_cast<size_t>(end - begin));
+  });
+}
+
+}  // namespace
 
 Status copyBytes(const KernelCall &call) {
   const TensorView &x = call.operands[0], &r = call.result;
   if (x.type->dtype != r.type->dtype || x.bytes() != r.bytes())
     return contractError(call, "operand " + x.type->str() + " and result " + r.type->str() +
                                    " do not hold the same bytes");
-  if (r.bytes() > 0) std::memmove(r.data, x.data, r.bytes());
+  copyMemory(r.data, x.data, r.bytes());
   return Status();
 }
 
@@ -22,7 +44,7 @@ Status constant(const KernelCall &call) {
   if (value.type() != *r.type)
     return contractError(call, "its value is " + value.type().str() + " but the result is " +
                                    r.type->str());
-  if (r.bytes() > 0) std::memcpy(r.data, value.bytes().data(), r.bytes());
+  copyMemory(r.data, value.bytes().data(), r.bytes());
   return Status();
 }
 

@@ -7,9 +7,10 @@
 // operand's bytes lie in an allocation of its node's device, so a missing transfer is an
 // error, never a silent read across devices.
 //
-// Kernels so far: elementwise unary and binary ops with broadcasting, where, cast, and the
-// copies (reshape, squeeze, unsqueeze, flatten, identity, transfer, constant); supports() says
-// false for the rest, so compiling for this backend falls them back or rejects them.
+// Kernels: every op of the table in every dtype it accepts (backends/cpu/kernels.h lists the
+// families); f16/bf16 compute in f32, GEMMs go through OpenBLAS, the rest is vectorised loops
+// split over the thread pool (backends/cpu/parallel.h). supports() is false only for pairs a
+// compiled graph never asks for (a float-producing op computing in an integer dtype).
 #pragma once
 
 #include <map>

@@ -5,7 +5,9 @@
 // for bool and the integers — the op runs over the buffers (Eigen arrays for floats, so exp,
 // tanh and the like are vectorised), and the block is stored in the result's dtype. The dtype
 // switches sit outside the element loops, and templates are per storage type and per compute
-// type, not per (op, dtype) pair.
+// type, not per (op, dtype) pair. Large tensors are split with parallelFor into chunks of whole
+// blocks, each with its own buffers and cursors; blocks start at multiples of kBlock however the
+// work is split, so results are bit-identical to a serial run.
 //
 // Semantics are the reference interpreter's (backends/reference/elementwise.cpp): integer
 // arithmetic wraps at the result's width, relu/maximum/minimum keep NaN, division is true
@@ -18,12 +20,21 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/parallel.h"
 
 namespace ferry::cpu {
 
 namespace {
 
 constexpr int64_t kBlock = 512;
+constexpr int64_t kChunkBlocks = 32;  // 16K elements per parallel chunk, at least
+
+// Calls chunk(begin, end) over ranges of whole blocks covering [0, n), in parallel when n is
+// large.
+template <class F> void forChunks(int64_t n, F &&chunk) {
+  parallelFor((n + kBlock - 1) / kBlock, kChunkBlocks,
+              [&](int64_t b0, int64_t b1) { chunk(b0 * kBlock, std::min(n, b1 * kBlock)); });
+}
 
 using Eigen::bfloat16;
 using Eigen::half;
@@ -76,10 +87,10 @@ template <class S, class C> S fromCompute(C v, bool isBool) {
 }
 
 // Walks an operand of shape `in` broadcast to `out` in the output's row-major order, one run of
-// the innermost dimension at a time.
+// the innermost dimension at a time, from output element `start`.
 class Cursor {
  public:
-  Cursor(std::span<const int64_t> out, std::span<const int64_t> in) {
+  Cursor(std::span<const int64_t> out, std::span<const int64_t> in, int64_t start) {
     const size_t rank = std::max<size_t>(out.size(), 1);
     dims_.assign(rank, 1);
     strides_.assign(rank, 0);
@@ -91,6 +102,12 @@ class Cursor {
       const int64_t n = in[in.size() - 1 - k];
       strides_[d] = n == 1 ? 0 : stride;
       stride *= n;
+    }
+    // start > 0 only in a tensor with elements: no dim is 0.
+    for (size_t d = rank, rest = static_cast<size_t>(start); rest > 0 && d-- > 0;) {
+      index_[d] = static_cast<int64_t>(rest % static_cast<size_t>(dims_[d]));
+      rest /= static_cast<size_t>(dims_[d]);
+      offset_ += index_[d] * strides_[d];
     }
   }
   int64_t offset() const { return offset_; }
@@ -267,21 +284,23 @@ Status unary(const KernelCall &call) {
     tanhGelu = mode == "tanh";
   }
   const int64_t n = r.type->numel();
-  return withCompute(r.type->dtype, [&](auto c) -> Status {
+  withCompute(r.type->dtype, [&](auto c) {
     using C = decltype(c);
-    C buffer[kBlock];
-    Cursor cursor(r.type->shape, x.type->shape);
-    for (int64_t at = 0; at < n; at += kBlock) {
-      const int64_t m = std::min(kBlock, n - at);
-      gatherAny(x, cursor, buffer, m);
-      if constexpr (std::is_same_v<C, int64_t>)
-        unaryInt(call.op.kind, buffer, m);
-      else
-        unaryFloat(call.op.kind, tanhGelu, buffer, m);
-      storeBlock(buffer, r, at, m);
-    }
-    return Status();
+    forChunks(n, [&](int64_t begin, int64_t end) {
+      C buffer[kBlock];
+      Cursor cursor(r.type->shape, x.type->shape, begin);
+      for (int64_t at = begin; at < end; at += kBlock) {
+        const int64_t m = std::min(kBlock, end - at);
+        gatherAny(x, cursor, buffer, m);
+        if constexpr (std::is_same_v<C, int64_t>)
+          unaryInt(call.op.kind, buffer, m);
+        else
+          unaryFloat(call.op.kind, tanhGelu, buffer, m);
+        storeBlock(buffer, r, at, m);
+      }
+    });
   });
+  return Status();
 }
 
 Status binary(const KernelCall &call) {
@@ -291,28 +310,30 @@ Status binary(const KernelCall &call) {
   FERRY_TRY(checkOperandDType(call, 0, compute));
   FERRY_TRY(checkOperandDType(call, 1, compute));
   const int64_t n = r.type->numel();
-  return withCompute(compute, [&](auto c) -> Status {
+  withCompute(compute, [&](auto c) {
     using C = decltype(c);
-    C a[kBlock], b[kBlock];
-    int64_t flags[kBlock];
-    Cursor cx(r.type->shape, x.type->shape), cy(r.type->shape, y.type->shape);
-    for (int64_t at = 0; at < n; at += kBlock) {
-      const int64_t m = std::min(kBlock, n - at);
-      gatherAny(x, cx, a, m);
-      gatherAny(y, cy, b, m);
-      if (isCompare(k)) {
-        compare(k, a, b, flags, m);
-        storeBlock(flags, r, at, m);
-        continue;
+    forChunks(n, [&](int64_t begin, int64_t end) {
+      C a[kBlock], b[kBlock];
+      int64_t flags[kBlock];
+      Cursor cx(r.type->shape, x.type->shape, begin), cy(r.type->shape, y.type->shape, begin);
+      for (int64_t at = begin; at < end; at += kBlock) {
+        const int64_t m = std::min(kBlock, end - at);
+        gatherAny(x, cx, a, m);
+        gatherAny(y, cy, b, m);
+        if (isCompare(k)) {
+          compare(k, a, b, flags, m);
+          storeBlock(flags, r, at, m);
+          continue;
+        }
+        if constexpr (std::is_same_v<C, int64_t>)
+          binaryInt(k, a, b, m);
+        else
+          binaryFloat(k, a, b, m);
+        storeBlock(a, r, at, m);
       }
-      if constexpr (std::is_same_v<C, int64_t>)
-        binaryInt(k, a, b, m);
-      else
-        binaryFloat(k, a, b, m);
-      storeBlock(a, r, at, m);
-    }
-    return Status();
+    });
   });
+  return Status();
 }
 
 Status where(const KernelCall &call) {
@@ -323,18 +344,21 @@ Status where(const KernelCall &call) {
   const int64_t n = r.type->numel();
   withStorage(r.type->dtype, [&](auto s) {
     using S = decltype(s);
-    uint8_t c[kBlock];
-    S a[kBlock], b[kBlock];
-    Cursor cc(r.type->shape, cond.type->shape), ca(r.type->shape, call.operands[1].type->shape),
-        cb(r.type->shape, call.operands[2].type->shape);
     S *out = reinterpret_cast<S *>(r.data);
-    for (int64_t at = 0; at < n; at += kBlock) {
-      const int64_t m = std::min(kBlock, n - at);
-      gather<uint8_t, uint8_t>(cond, cc, c, m);
-      gather<S, S>(call.operands[1], ca, a, m);
-      gather<S, S>(call.operands[2], cb, b, m);
-      for (int64_t j = 0; j < m; ++j) out[at + j] = c[j] ? a[j] : b[j];
-    }
+    forChunks(n, [&](int64_t begin, int64_t end) {
+      uint8_t c[kBlock];
+      S a[kBlock], b[kBlock];
+      Cursor cc(r.type->shape, cond.type->shape, begin),
+          ca(r.type->shape, call.operands[1].type->shape, begin),
+          cb(r.type->shape, call.operands[2].type->shape, begin);
+      for (int64_t at = begin; at < end; at += kBlock) {
+        const int64_t m = std::min(kBlock, end - at);
+        gather<uint8_t, uint8_t>(cond, cc, c, m);
+        gather<S, S>(call.operands[1], ca, a, m);
+        gather<S, S>(call.operands[2], cb, b, m);
+        for (int64_t j = 0; j < m; ++j) out[at + j] = c[j] ? a[j] : b[j];
+      }
+    });
   });
   return Status();
 }
@@ -344,8 +368,14 @@ Status cast(const KernelCall &call) {
   if (x.type->shape != r.type->shape)
     return contractError(call, "operand " + x.type->str() + " and result " + r.type->str() +
                                    " differ in shape");
-  convertElements(x.type->dtype, x.data, r.type->dtype, r.data,
-                  static_cast<size_t>(r.type->numel()));
+  const DType from = x.type->dtype, to = r.type->dtype;
+  const auto inSize = static_cast<int64_t>(dtypeSize(from)),
+             outSize = static_cast<int64_t>(dtypeSize(to));
+  // Each element converts on its own, so any split gives the same bytes.
+  parallelFor(r.type->numel(), kChunkBlocks * kBlock, [&](int64_t begin, int64_t end) {
+    convertElements(from, x.data + begin * inSize, to, r.data + begin * outSize,
+                    static_cast<size_t>(end - begin));
+  });
   return Status();
 }
 

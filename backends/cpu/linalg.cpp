@@ -1,9 +1,470 @@
-// backends/cpu/linalg.cpp — PLACEHOLDER until its kernels land: supports nothing.
+// backends/cpu/linalg.cpp — matmul (numpy.matmul), linear (x·Wᵀ + b) and conv2d (NCHW) on the
+// CPU, each as general matrix products (GEMMs).
+//
+//   matmul  one GEMM per broadcast batch, both operands read in place (a broadcast batch reads
+//           its operand's one matrix again); when the right operand is a single matrix and the
+//           left is not broadcast, every row of the left goes into one GEMM
+//   linear  one GEMM over every row of x, W [out, in] read transposed (CblasTrans); the bias is
+//           written into the result first and the GEMM adds to it (beta = 1)
+//   conv2d  per image and group: im2col of the group's channels into [Cg·kH·kW, Ho·Wo] (split
+//           over the pool), then W_g [Og, Cg·kH·kW] times those columns into the result's rows,
+//           bias first as for linear. A 1x1 kernel without stride or padding reads the image
+//           itself as the columns.
+//
+// Compute types: f32 and f64 run OpenBLAS's sgemm and dgemm. f16 and bf16 are converted to f32,
+// multiplied by sgemm and rounded once into the result (the reference rounds its double sums
+// once too). Integers are converted to int64 and multiplied as uint64, wrapping modulo 2^64, then
+// stored wrapping at the result's width: the reference's exact sums, wrapped, whenever those fit
+// its doubles (2^53). Conversions are the cast op's (convertElements). Sizes past BLAS's 32-bit
+// ints, and the integers, go through plain loops split over the pool.
+//
+// One pool shares the cores: OpenBLAS is set to one thread per call (once, process-wide), and a
+// GEMM is split into row or column panels over ferry's pool, each panel one sgemm/dgemm. With
+// OpenBLAS's own threads on as well, its workers spin after each GEMM and starve the next
+// kernel's pool threads: on the 2-core CI box a relu after a conv2d ran 2x slower.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <memory>
+#include <optional>
+#include <vector>
+
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/parallel.h"
+#include "ir/tensor_data.h"
 
 namespace ferry::cpu {
 
-bool linalgSupports(OpKind, DType) { return false; }
-Status linalg(const KernelCall &call) { return contractError(call, "no kernel yet"); }
+namespace {
+
+// Elements an im2col or loop-GEMM task should cover at least, so that small ops run inline.
+constexpr int64_t kGrain = 16384;
+
+// The dtype a product of `dtype` operands computes in.
+DType computeDType(DType dtype) {
+  switch (dtype) {
+    case DType::F16:
+    case DType::BF16:
+    case DType::F32: return DType::F32;
+    case DType::F64: return DType::F64;
+    default: return DType::I64;
+  }
+}
+
+// Calls f(C{}) with C the C++ type of computeDType(dtype); int64 is multiplied as uint64.
+template <class F> decltype(auto) withCompute(DType dtype, F &&f) {
+  switch (computeDType(dtype)) {
+    case DType::F32: return f(float{});
+    case DType::F64: return f(double{});
+    default: return f(uint64_t{});
+  }
+}
+
+// An operand's elements as compute type C: its own bytes when it is stored as C, else a copy
+// converted once.
+template <class C> class Elements {
+ public:
+  explicit Elements(const TensorView &v) {
+    const DType from = v.type->dtype, to = computeDType(from);
+    if (from == to) {
+      data_ = reinterpret_cast<const C *>(v.data);
+      return;
+    }
+    copy_.resize(static_cast<size_t>(v.type->numel()));
+    convertElements(from, v.data, to, reinterpret_cast<std::byte *>(copy_.data()), copy_.size());
+    data_ = copy_.data();
+  }
+  const C *data() const { return data_; }
+
+ private:
+  std::vector<C> copy_;
+  const C *data_ = nullptr;
+};
+
+// The result as compute type C: written in place when it is stored as C, else into a buffer
+// that store() rounds (or wraps) into the result.
+template <class C> class Output {
+ public:
+  explicit Output(const TensorView &r) : r_(r) {
+    if (r.type->dtype == computeDType(r.type->dtype)) {
+      data_ = reinterpret_cast<C *>(r.data);
+      return;
+    }
+    copy_.resize(static_cast<size_t>(r.type->numel()));
+    data_ = copy_.data();
+  }
+  C *data() { return data_; }
+  void store() {
+    if (copy_.empty()) return;
+    convertElements(computeDType(r_.type->dtype), reinterpret_cast<const std::byte *>(copy_.data()),
+                    r_.type->dtype, r_.data, copy_.size());
+  }
+
+ private:
+  const TensorView &r_;
+  std::vector<C> copy_;
+  C *data_ = nullptr;
+};
+
+// How a GEMM reads b: as [k, n], or as [n, k] transposed (W [out, in] of linear).
+enum class BLayout : uint8_t { KByN, NByK };
+
+// c[m×n] = a[m×k] · b (+ c when accumulating), each matrix dense and row-major.
+template <class C> struct Gemm {
+  int64_t m, n, k;
+  const C *a, *b;
+  C *c;
+  bool transB, accumulate;
+
+  int64_t ldb() const { return transB ? k : n; }
+};
+
+// One panel: rows [r0, r0 + m) and columns [c0, c0 + n) of c, through BLAS on this thread.
+void blasPanel(const Gemm<float> &g, int64_t r0, int64_t m, int64_t c0, int64_t n) {
+  const float *b = g.transB ? g.b + c0 * g.k : g.b + c0;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, g.transB ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(g.k), 1.0f, g.a + r0 * g.k,
+              static_cast<int>(g.k), b, static_cast<int>(g.ldb()), g.accumulate ? 1.0f : 0.0f,
+              g.c + r0 * g.n + c0, static_cast<int>(g.n));
+}
+
+void blasPanel(const Gemm<double> &g, int64_t r0, int64_t m, int64_t c0, int64_t n) {
+  const double *b = g.transB ? g.b + c0 * g.k : g.b + c0;
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, g.transB ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(g.k), 1.0, g.a + r0 * g.k,
+              static_cast<int>(g.k), b, static_cast<int>(g.ldb()), g.accumulate ? 1.0 : 0.0,
+              g.c + r0 * g.n + c0, static_cast<int>(g.n));
+}
+
+// Multiply-adds a panel should hold at least, so that small GEMMs stay one call.
+constexpr int64_t kGemmGrain = int64_t{1} << 18;
+
+template <class C> void blasGemm(const Gemm<C> &g) {
+  static const bool oneBlasThread = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)oneBlasThread;
+  // Panels along the longer side of c, so each keeps the full length of the other.
+  if (g.m >= g.n) {
+    const int64_t grain = std::max<int64_t>(1, kGemmGrain / (g.n * g.k));
+    parallelFor(g.m, grain, [&g](int64_t r0, int64_t r1) { blasPanel(g, r0, r1 - r0, 0, g.n); });
+  } else {
+    const int64_t grain = std::max<int64_t>(1, kGemmGrain / (g.m * g.k));
+    parallelFor(g.n, grain, [&g](int64_t c0, int64_t c1) { blasPanel(g, 0, g.m, c0, c1 - c0); });
+  }
+}
+
+// The GEMM as loops, rows of c split over the pool (no BLAS inside).
+template <class C> void loopGemm(const Gemm<C> &g) {
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, g.n * g.k));
+  parallelFor(g.m, grain, [&g](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const C *a = g.a + i * g.k;
+      C *c = g.c + i * g.n;
+      if (!g.accumulate) std::fill_n(c, g.n, C(0));
+      if (g.transB) {
+        for (int64_t j = 0; j < g.n; ++j) {
+          const C *b = g.b + j * g.k;
+          C s = 0;
+          for (int64_t p = 0; p < g.k; ++p) s += a[p] * b[p];
+          c[j] += s;
+        }
+      } else {
+        for (int64_t p = 0; p < g.k; ++p) {
+          const C ap = a[p], *b = g.b + p * g.n;
+          for (int64_t j = 0; j < g.n; ++j) c[j] += ap * b[j];
+        }
+      }
+    }
+  });
+}
+
+template <class C>
+void gemm(int64_t m, int64_t n, int64_t k, const C *a, const C *b, C *c,
+          BLayout layout = BLayout::KByN, bool accumulate = false) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: zeros, or c as it is
+    if (!accumulate) std::fill_n(c, m * n, C(0));
+    return;
+  }
+  const Gemm<C> g{m, n, k, a, b, c, layout == BLayout::NByK, accumulate};
+  if constexpr (std::is_floating_point_v<C>) {
+    if (m <= INT_MAX && n <= INT_MAX && k <= INT_MAX) return blasGemm(g);
+  }
+  loopGemm(g);
+}
+
+Status checkDTypes(const KernelCall &call) {
+  const DType want = call.result.type->dtype;
+  for (size_t i = 0; i < call.operands.size(); ++i) {
+    if (call.operands[i].type->dtype == want) continue;
+    return contractError(call, "operand " + std::to_string(i) + " is " +
+                                   call.operands[i].type->str() + ", expected " +
+                                   std::string(dtypeName(want)) + " (a cast is missing)");
+  }
+  return Status();
+}
+
+const TensorView *bias(const KernelCall &call) {
+  return call.operands.size() > 2 ? &call.operands[2] : nullptr;
+}
+
+Status checkBias(const KernelCall &call, int64_t n, const char *of) {
+  const TensorView *b = bias(call);
+  if (!b || b->type->shape == Shape{n}) return Status();
+  return contractError(call, "bias " + b->type->str() + " is not [" + std::to_string(n) + "] (" +
+                                 of + ")");
+}
+
+// --- matmul --------------------------------------------------------------------------------
+
+// Element offsets of an operand's matrices, one per index of the broadcast batch shape `out`;
+// `in` is the operand's own batch shape (right-aligned, dims of 1 repeat).
+std::vector<int64_t> batchOffsets(const Shape &out, const Shape &in, int64_t matrix) {
+  const size_t rank = out.size();
+  std::vector<int64_t> stride(rank, 0), index(rank, 0);
+  int64_t s = matrix;
+  for (size_t d = 0; d < in.size(); ++d) {  // from the innermost dim outwards
+    const int64_t n = in[in.size() - 1 - d];
+    stride[rank - 1 - d] = n == 1 ? 0 : s;
+    s *= n;
+  }
+  std::vector<int64_t> offsets(static_cast<size_t>(numel(out)));
+  int64_t offset = 0;
+  for (int64_t &o : offsets) {
+    o = offset;
+    for (size_t d = rank; d-- > 0;) {
+      offset += stride[d];
+      if (++index[d] < out[d]) break;
+      offset -= stride[d] * out[d];
+      index[d] = 0;
+    }
+  }
+  return offsets;
+}
+
+Status matmul(const KernelCall &call) {
+  const TensorView &x = call.operands[0], &y = call.operands[1], &r = call.result;
+  FERRY_TRY(checkDTypes(call));
+  Shape xs = x.type->shape, ys = y.type->shape;
+  if (xs.empty() || ys.empty()) return contractError(call, "an operand is a scalar");
+  // numpy.matmul: a 1-D left operand is a row [1, k], a 1-D right operand a column [k, 1]; the
+  // added dim is not in the result.
+  const bool xVec = xs.size() == 1, yVec = ys.size() == 1;
+  if (xVec) xs.insert(xs.begin(), 1);
+  if (yVec) ys.push_back(1);
+  const int64_t m = xs[xs.size() - 2], k = xs.back(), n = ys.back();
+  const Shape xBatch(xs.begin(), xs.end() - 2), yBatch(ys.begin(), ys.end() - 2);
+  const std::optional<Shape> batch = broadcastShapes(xBatch, yBatch);
+  Shape want = batch.value_or(Shape{});
+  if (!xVec) want.push_back(m);
+  if (!yVec) want.push_back(n);
+  if (ys[ys.size() - 2] != k || !batch || want != r.type->shape)
+    return contractError(call, "cannot multiply " + x.type->str() + " by " + y.type->str() +
+                                   " into " + r.type->str());
+  if (r.type->numel() == 0) return Status();
+
+  withCompute(r.type->dtype, [&](auto zero) {
+    using C = decltype(zero);
+    const Elements<C> a(x), b(y);
+    Output<C> out(r);
+    const int64_t batches = numel(*batch);
+    if (numel(yBatch) == 1 && numel(xBatch) == batches) {
+      gemm<C>(batches * m, n, k, a.data(), b.data(), out.data());
+    } else {
+      const std::vector<int64_t> xo = batchOffsets(*batch, xBatch, m * k),
+                                 yo = batchOffsets(*batch, yBatch, k * n);
+      for (size_t i = 0; i < xo.size(); ++i)
+        gemm<C>(m, n, k, a.data() + xo[i], b.data() + yo[i],
+                out.data() + static_cast<int64_t>(i) * m * n);
+    }
+    out.store();
+  });
+  return Status();
+}
+
+// --- linear --------------------------------------------------------------------------------
+
+Status linear(const KernelCall &call) {
+  const TensorView &x = call.operands[0], &w = call.operands[1], &r = call.result;
+  FERRY_TRY(checkDTypes(call));
+  const Shape &xs = x.type->shape, &ws = w.type->shape;
+  if (xs.empty() || ws.size() != 2 || xs.back() != ws[1])
+    return contractError(call, "x " + x.type->str() + " and weight " + w.type->str() +
+                                   " are not [..., in] and [out, in]");
+  const int64_t in = ws[1], features = ws[0];
+  Shape want(xs.begin(), xs.end() - 1);
+  const int64_t rows = numel(want);
+  want.push_back(features);
+  if (want != r.type->shape)
+    return contractError(call, "the result " + r.type->str() + " is not " + shapeStr(want));
+  FERRY_TRY(checkBias(call, features, "the output features"));
+  if (r.type->numel() == 0) return Status();
+
+  withCompute(r.type->dtype, [&](auto zero) {
+    using C = decltype(zero);
+    const Elements<C> a(x), b(w);
+    Output<C> out(r);
+    if (const TensorView *bv = bias(call)) {
+      const Elements<C> row(*bv);
+      for (int64_t i = 0; i < rows; ++i)
+        std::copy_n(row.data(), features, out.data() + i * features);
+    }
+    gemm<C>(rows, features, in, a.data(), b.data(), out.data(), BLayout::NByK,
+            bias(call) != nullptr);
+    out.store();
+  });
+  return Status();
+}
+
+// --- conv2d --------------------------------------------------------------------------------
+
+struct ConvGeometry {
+  int64_t n, c, h, w;     // x [N, C, H, W]
+  int64_t o, cg, kh, kw;  // weight [O, C/groups, kH, kW]
+  int64_t groups, ho, wo;
+  int64_t sh, sw, dh, dw, pt, pl, pb, pr;
+};
+
+// stride, dilation, padding and groups, checked as the reference checks them ("attr" errors).
+Status convAttrs(const KernelCall &call, ConvGeometry &g) {
+  const std::vector<int64_t> &stride = attrInts(call.op, call.attrs, "stride"),
+                             &dilation = attrInts(call.op, call.attrs, "dilation"),
+                             &pad = attrInts(call.op, call.attrs, "padding");
+  g.groups = attrInt(call.op, call.attrs, "groups");
+  bool ok = stride.size() == 2 && dilation.size() == 2 && (pad.size() == 2 || pad.size() == 4) &&
+            g.groups >= 1;
+  for (const std::vector<int64_t> *v : {&stride, &dilation})
+    for (int64_t s : *v) ok = ok && s >= 1;
+  for (int64_t p : pad) ok = ok && p >= 0;
+  if (!ok)
+    return makeError("attr",
+                     "'conv2d' needs stride and dilation of 2 ints >= 1, padding of 2 or 4 ints "
+                     ">= 0 and groups >= 1; got stride " +
+                         attrValueStr(stride) + ", dilation " + attrValueStr(dilation) +
+                         ", padding " + attrValueStr(pad) + ", groups " + std::to_string(g.groups),
+                     call.loc);
+  g.sh = stride[0], g.sw = stride[1], g.dh = dilation[0], g.dw = dilation[1];
+  g.pt = pad[0], g.pl = pad[1];
+  g.pb = pad.size() == 4 ? pad[2] : pad[0], g.pr = pad.size() == 4 ? pad[3] : pad[1];
+  return Status();
+}
+
+// Output positions along one dim, as the shape rule counts them; nullopt when the window does
+// not fit or its extent overflows.
+std::optional<int64_t> windowCount(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
+                                   int64_t padBegin, int64_t padEnd) {
+  int64_t extent = 0, padded = 0;
+  if (__builtin_mul_overflow(dilation, kernel - 1, &extent) ||
+      __builtin_add_overflow(in, padBegin, &padded) ||
+      __builtin_add_overflow(padded, padEnd, &padded) || padded <= extent)
+    return std::nullopt;
+  return (padded - extent - 1) / stride + 1;
+}
+
+// The columns of one image's group: row (c, i, j) holds, for each output position (oh, ow), the
+// input at (c, oh·sh - pt + i·dh, ow·sw - pl + j·dw), or 0 in the padding. Rows split over the
+// pool.
+template <class C> void im2col(const ConvGeometry &g, const C *x, C *cols) {
+  const int64_t window = g.kh * g.kw, positions = g.ho * g.wo;
+  parallelFor(g.cg * window, std::max<int64_t>(1, kGrain / positions), [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t i = row % window / g.kw, j = row % g.kw;
+      const C *plane = x + row / window * g.h * g.w;
+      // ow reads column ow·sw + shift, inside the image for ow in [lo, hi).
+      const int64_t shift = j * g.dw - g.pl;
+      const int64_t hi =
+          std::clamp<int64_t>(g.w - shift <= 0 ? 0 : (g.w - shift + g.sw - 1) / g.sw, 0, g.wo);
+      const int64_t lo = std::min(shift >= 0 ? 0 : (-shift + g.sw - 1) / g.sw, hi);
+      for (int64_t oh = 0; oh < g.ho; ++oh) {
+        C *out = cols + row * positions + oh * g.wo;
+        const int64_t ih = oh * g.sh - g.pt + i * g.dh;
+        if (ih < 0 || ih >= g.h) {
+          std::fill_n(out, g.wo, C(0));
+          continue;
+        }
+        const C *line = plane + ih * g.w;
+        std::fill_n(out, lo, C(0));
+        if (g.sw == 1)
+          std::copy(line + lo + shift, line + hi + shift, out + lo);
+        else
+          for (int64_t ow = lo; ow < hi; ++ow) out[ow] = line[ow * g.sw + shift];
+        std::fill(out + hi, out + g.wo, C(0));
+      }
+    }
+  });
+}
+
+Status conv2d(const KernelCall &call) {
+  const TensorView &x = call.operands[0], &w = call.operands[1], &r = call.result;
+  FERRY_TRY(checkDTypes(call));
+  const Shape &xs = x.type->shape, &ws = w.type->shape;
+  if (xs.size() != 4 || ws.size() != 4)
+    return contractError(call, "x " + x.type->str() + " and weight " + w.type->str() +
+                                   " are not [N, C, H, W] and [O, C/groups, kH, kW]");
+  ConvGeometry g{xs[0], xs[1], xs[2], xs[3], ws[0], ws[1], ws[2], ws[3]};
+  FERRY_TRY(convAttrs(call, g));
+  if (g.c % g.groups != 0 || g.o % g.groups != 0 || g.cg != g.c / g.groups || g.kh < 1 || g.kw < 1)
+    return contractError(call, "x " + x.type->str() + ", weight " + w.type->str() + " and groups " +
+                                   std::to_string(g.groups) + " do not fit");
+  FERRY_TRY(checkBias(call, g.o, "the output channels"));
+  const std::optional<int64_t> ho = windowCount(g.h, g.kh, g.sh, g.dh, g.pt, g.pb),
+                               wo = windowCount(g.w, g.kw, g.sw, g.dw, g.pl, g.pr);
+  if (!ho || !wo || r.type->shape != Shape{g.n, g.o, *ho, *wo})
+    return contractError(call, "the result " + r.type->str() + " is not what x " + x.type->str() +
+                                   " and weight " + w.type->str() + " give");
+  g.ho = *ho, g.wo = *wo;
+  if (r.type->numel() == 0) return Status();
+
+  withCompute(r.type->dtype, [&](auto zero) {
+    using C = decltype(zero);
+    const Elements<C> in(x), weight(w);
+    std::optional<Elements<C>> b;
+    if (bias(call)) b.emplace(*bias(call));
+    Output<C> out(r);
+    const int64_t og = g.o / g.groups, depth = g.cg * g.kh * g.kw, positions = g.ho * g.wo;
+    // A 1x1 kernel with stride 1 and no padding: the image's channels are the columns.
+    const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 &&
+                        g.pl == 0 && g.pb == 0 && g.pr == 0;
+    // Uninitialised: im2col writes every element.
+    const auto cols = std::make_unique_for_overwrite<C[]>(direct ? 0 : depth * positions);
+    for (int64_t image = 0; image < g.n; ++image) {
+      for (int64_t group = 0; group < g.groups; ++group) {
+        const C *channels = in.data() + (image * g.c + group * g.cg) * g.h * g.w;
+        C *rows = out.data() + (image * g.o + group * og) * positions;
+        if (!direct) im2col(g, channels, cols.get());
+        if (b)
+          for (int64_t o = 0; o < og; ++o)
+            std::fill_n(rows + o * positions, positions, b->data()[group * og + o]);
+        gemm<C>(og, positions, depth, weight.data() + group * og * depth,
+                direct ? channels : cols.get(), rows, BLayout::KByN, b.has_value());
+      }
+    }
+    out.store();
+  });
+  return Status();
+}
+
+}  // namespace
+
+bool linalgSupports(OpKind op, DType dtype) {
+  switch (op) {
+    case OpKind::Matmul:
+    case OpKind::Linear:
+    case OpKind::Conv2d: return acceptsDType(opInfo(op).accepts, dtype);
+    default: return false;
+  }
+}
+
+Status linalg(const KernelCall &call) {
+  switch (call.op.kind) {
+    case OpKind::Matmul: return matmul(call);
+    case OpKind::Linear: return linear(call);
+    case OpKind::Conv2d: return conv2d(call);
+    default: return contractError(call, "not a linalg op");
+  }
+}
 
 }  // namespace ferry::cpu

@@ -2,9 +2,9 @@
 //
 // One pool per process (Eigen's non-blocking ThreadPool), sized to the machine, or to
 // FERRY_NUM_THREADS when set. Kernels split their outer loop with parallelFor; a call made from
-// inside a pool thread (nested) runs inline, so the pool never waits on itself. GEMMs are not
-// run inside parallelFor: OpenBLAS keeps its own threads, and running it from several of ours
-// at once would oversubscribe the cores.
+// inside a pool thread (nested) runs inline, so the pool never waits on itself. It is the only
+// pool: OpenBLAS is set to one thread per call and GEMMs are split into panels here
+// (backends/cpu/linalg.cpp), so two sets of threads never compete for the cores.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// ferry/ferry.h — the umbrella header apps include: IR, builder, text format, reference runs.
+// ferry/ferry.h — the umbrella header apps include: IR, builder, text format, compiler, runtime,
+// reference runs.
 #pragma once
 
 #include "backends/reference/interpreter.h"
@@ -13,3 +14,6 @@
 #include "ir/status.h"
 #include "ir/verifier.h"
 #include "passes/compile.h"
+#include "runtime/executable.h"
+#include "runtime/session.h"
+#include "runtime/tensor.h"

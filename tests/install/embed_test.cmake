@@ -1,10 +1,12 @@
 # Installs ferry from BINARY_DIR into a scratch prefix, builds examples/embed against the
-# installed package with find_package(ferry), and runs it. Fails on any step.
+# installed package with find_package(ferry), and runs it (build, compile, save, load, run).
+# Fails on any step.
 set(scratch ${BINARY_DIR}/embed-test)
 file(REMOVE_RECURSE ${scratch})
+file(MAKE_DIRECTORY ${scratch})
 
 function(step)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY ${scratch} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "step failed (${rc}): ${ARGN}\n${out}\n${err}")
   endif()
@@ -19,4 +21,9 @@ step(${scratch}/build/embed)
 message(STATUS "embed example output:\n${step_output}")
 if(NOT step_output MATCHES "graph embed_mlp")
   message(FATAL_ERROR "embed example did not print its graph")
+endif()
+# It compiled, saved, loaded and ran the model (the program checks the values itself).
+if(NOT step_output MATCHES "y: f32\\[4,3\\] @cpu, y\\[0\\] sums to 1\\.0000" OR
+   NOT EXISTS ${scratch}/embed_mlp.ferry)
+  message(FATAL_ERROR "embed example did not save, load and run the model")
 endif()

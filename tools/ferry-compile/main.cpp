@@ -3,18 +3,16 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <optional>
 #include <string>
 
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "passes/compile.h"
 #include "passes/pass.h"
+#include "tools/common/compile_flags.h"
 #include "tools/ferry-compile/emit.h"
 
 namespace ferry {
@@ -33,29 +31,10 @@ struct Options {
   std::string output;
   std::string diagnostics = "text";
   bool noLocations = false;
-  std::string devices = "cpu";
-  std::string target;  // "": the first of `devices`
-  std::string placement = "strict";
-  std::string dtype = "strict";
-  bool noFallback = false;
+  CompileFlags compile;
   std::string stopAfter;
-  std::string transfers;
-  std::string maxTransferBytes;
-  std::string maxCasts;
   bool stats = false;
 };
-
-// Why `path` cannot be read (strerror text), or "" when it can. A directory opens but does not
-// read, so one byte is read to find out.
-std::string unreadableReason(const std::string &path) {
-  errno = 0;
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return std::strerror(errno != 0 ? errno : ENOENT);
-  std::fgetc(f);
-  int err = std::ferror(f) ? errno : 0;
-  std::fclose(f);
-  return err != 0 ? std::strerror(err) : "";
-}
 
 void printDiagnostics(const std::vector<Diagnostic> &ds, const Options &o) {
   if (ds.empty()) return;
@@ -76,92 +55,12 @@ int usageFailure(const std::string &message, const Options &o, const std::string
   return kUsage;
 }
 
-// The messages of a failed option check, joined into one line.
-std::string oneLine(const Status &s) {
-  std::string line;
-  for (const Diagnostic &d : s.diagnostics()) line += (line.empty() ? "" : "; ") + d.message;
-  return line;
-}
-
-// A bad option value, reported as one line naming its flag: "--flag: why".
-Status flagError(std::string_view flag, std::string why) {
-  return makeError("usage", std::string(flag) + ": " + why);
-}
-
-// Stores the value of `e` in `out`, or says which flag was wrong.
-template <class T> Status take(Expected<T> e, std::string_view flag, T &out) {
-  if (!e) return flagError(flag, oneLine(e.status()));
-  out = std::move(e).value();
-  return {};
-}
-
-// An option checked on its own by CompileOptions::validate (everything else at its default, so
-// that a message is about this option only).
-Status validateAlone(const CompileOptions &probe, std::string_view flag) {
-  if (Status s = probe.validate(); !s.ok()) return flagError(flag, oneLine(s));
-  return {};
-}
-
-Status nonNegative(const std::string &s, std::string_view flag, std::optional<int64_t> &out) {
-  if (s.empty()) return {};
-  int64_t v = -1;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || v < 0)
-    return flagError(flag, "expected a non-negative integer, got '" + s + "'");
-  out = v;
-  return {};
-}
-
-// "h2d=allow,d2h=error": each named direction gets its action; the others stay `allow`.
-Status transferBudgets(const std::string &spec, Budgets &b) {
-  if (spec.empty()) return {};
-  constexpr std::string_view kFlag = "--transfers";
-  const std::string expected = "expected DIR=ACTION[,...] with DIR one of h2d, d2h, d2d, h2h";
-  std::vector<std::string> seen;
-  std::string_view rest = spec;
-  while (true) {
-    size_t comma = rest.find(',');
-    std::string_view item = rest.substr(0, comma);
-    size_t eq = item.find('=');
-    if (eq == std::string_view::npos)
-      return flagError(kFlag, expected + ", got '" + std::string(item) + "'");
-    std::string dir(item.substr(0, eq));
-    BudgetAction *slot = dir == "h2d"   ? &b.h2d
-                         : dir == "d2h" ? &b.d2h
-                         : dir == "d2d" ? &b.d2d
-                         : dir == "h2h" ? &b.h2h
-                                        : nullptr;
-    if (slot == nullptr) return flagError(kFlag, "unknown direction '" + dir + "': " + expected);
-    if (std::find(seen.begin(), seen.end(), dir) != seen.end())
-      return flagError(kFlag, "direction '" + dir + "' is given twice");
-    seen.push_back(dir);
-    FERRY_TRY(take(parseBudgetAction(item.substr(eq + 1)), std::string(kFlag) + " " + dir, *slot));
-    if (comma == std::string_view::npos) return {};
-    rest.remove_prefix(comma + 1);
-  }
-}
-
 // The options for compile(), each checked with a message that names its flag.
 Status compileOptions(const Options &o, CompileOptions &c) {
-  FERRY_TRY(take(parseDeviceList(o.devices), "--devices", c.devices));
   CompileOptions probe;
-  probe.devices = c.devices;
-  probe.target = c.devices.front();
-  FERRY_TRY(validateAlone(probe, "--devices"));
-  c.target = c.devices.front();
-  if (!o.target.empty()) FERRY_TRY(take(parseDevice(o.target), "--target", c.target));
-  probe.target = c.target;
-  FERRY_TRY(validateAlone(probe, "--target"));
-  FERRY_TRY(take(parsePlacementPolicy(o.placement), "--placement", c.placement));
-  FERRY_TRY(take(parseDTypePolicy(o.dtype), "--dtype", c.dtype));
-  c.fallback = !o.noFallback;
-  probe = CompileOptions{};
   probe.stopAfter = c.stopAfter = o.stopAfter;
   FERRY_TRY(validateAlone(probe, "--stop-after"));
-  FERRY_TRY(transferBudgets(o.transfers, c.budgets));
-  FERRY_TRY(nonNegative(o.maxTransferBytes, "--max-transfer-bytes", c.budgets.maxTransferBytes));
-  FERRY_TRY(nonNegative(o.maxCasts, "--max-casts", c.budgets.maxCasts));
-  return validateAlone(c, "options");
+  return toCompileOptions(o.compile, c);
 }
 
 // Writes the graph in the chosen format to stdout or to the output file. A text file is written
@@ -239,30 +138,10 @@ int main(int argc, char **argv) {
       ->type_name("FORMAT")
       ->capture_default_str();
   app.add_flag("--no-locations", o.noLocations, "Leave source locations out of the output");
-  app.add_option("--devices", o.devices, "Devices the model may use, e.g. cpu,cpu:1,cuda:0")
-      ->type_name("LIST")
-      ->capture_default_str();
-  app.add_option("--target", o.target,
-                 "Where values nothing constrains go (default: the first of --devices)")
-      ->type_name("DEV");
-  app.add_option("--placement", o.placement,
-                 "strict (nothing moves implicitly) or auto (transfers where they pay)")
-      ->type_name("strict|auto")
-      ->capture_default_str();
-  app.add_option("--dtype", o.dtype, "Dtype policy: strict, promote, autocast=f16, autocast=bf16")
-      ->type_name("POLICY")
-      ->capture_default_str();
-  app.add_flag("--no-fallback", o.noFallback,
-               "An op its device cannot run is an error, not moved to the cpu");
+  ferry::addPolicyFlags(app, o.compile);
   app.add_option("--stop-after", o.stopAfter, "Stop after this pass: " + ferry::passNames())
       ->type_name("PASS");
-  app.add_option("--transfers", o.transfers,
-                 "Budget: h2d|d2h|d2d|h2h = allow|warn|error, e.g. d2h=error")
-      ->type_name("DIR=ACTION,...");
-  app.add_option("--max-transfer-bytes", o.maxTransferBytes, "Reject plans moving more per run")
-      ->type_name("N");
-  app.add_option("--max-casts", o.maxCasts, "Reject plans leaving more casts in the graph")
-      ->type_name("N");
+  ferry::addBudgetFlags(app, o.compile);
   app.add_flag("--stats", o.stats, "Print transfers, casts, nodes per device and times on stderr");
   app.footer("Exit status: 0 compiled (warnings on stderr), 1 the model was rejected\n"
              "(diagnostics on stderr), 2 usage error or unreadable file.\n");

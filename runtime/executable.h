@@ -1,0 +1,117 @@
+// runtime/executable.h — a compiled graph lowered for running: an ordered list of kernel calls
+// over numbered tensor slots, each slot with its device and its place in that device's
+// workspace, and the weights (already cast and placed by the compiler) attached.
+//
+// An Executable is plain data: it holds no device memory and can be saved, loaded, copied and
+// shared by many Sessions (runtime/session.h), which own the memory it is run in.
+//
+// Lowering does three things the graph does not:
+//   - constants become weights (computed once, never by a kernel at run time);
+//   - every activation and input gets an offset in its device's workspace: tensors whose
+//     lifetimes (first write to last read, in step order) overlap never share bytes, the rest
+//     reuse them (greedy by size, see runtime/memory_plan.cpp);
+//   - the plan's data movement is counted, so a Session can check the transfers it actually
+//     performs against it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/compile.h"
+#include "passes/options.h"
+
+namespace ferry {
+
+/// Where a slot's bytes come from.
+enum class SlotKind : uint8_t {
+  Input,       ///< copied in by Session::run, lives in the workspace
+  Weight,      ///< uploaded once per Session (a param, or a constant's value)
+  Activation,  ///< written by a step, lives in the workspace
+};
+
+/// One tensor the executable touches.
+struct Slot {
+  std::string name;  ///< the value's name in the compiled graph (inputs and outputs: the API's)
+  TensorType type;
+  Device device;
+  SlotKind kind = SlotKind::Activation;
+  int32_t weight = -1;  ///< Weight: index in Executable::weights
+  size_t offset = 0;    ///< Input, Activation: byte offset in the device's workspace
+};
+
+/// One kernel call: op, complete attributes, operand slots and the slot it writes.
+struct Step {
+  OpKind op = OpKind::Identity;
+  Attrs attrs;
+  std::vector<int32_t> operands;
+  int32_t result = -1;
+  Location loc;
+  bool inserted = false;  ///< a transfer or cast the compiler inserted
+};
+
+/// Workspace bytes one device needs for one run in flight.
+struct Workspace {
+  Device device;
+  size_t bytes = 0;
+};
+
+struct Executable {
+  /// Bumped whenever the saved form changes; load() rejects other versions.
+  static constexpr uint32_t kFormatVersion = 1;
+  /// Workspace offsets are multiples of this.
+  static constexpr size_t kAlignment = 64;
+
+  std::string name;  ///< the graph's
+  /// How inputs are checked by default: strict rejects an input on another device than its
+  /// declared one; auto moves it there (Session::Options::moveInputs).
+  PlacementPolicy placement = PlacementPolicy::Strict;
+  std::vector<Device> devices;  ///< every device a slot lives on, sorted
+  std::vector<Slot> slots;
+  std::vector<int32_t> inputs;   ///< slot ids, in the graph's input order
+  std::vector<int32_t> outputs;  ///< slot ids, in the graph's output order
+  std::vector<TensorData> weights;
+  std::vector<Step> steps;
+  std::vector<Workspace> workspaces;  ///< one per device that has inputs or activations
+  int planTransfers = 0;              ///< transfer steps, i.e. copies between devices per run
+  int64_t planTransferBytes = 0;
+
+  /// The slot id of input or output `name`, or -1.
+  int32_t findInput(std::string_view name) const;
+  int32_t findOutput(std::string_view name) const;
+
+  /// Writes the executable to `path` (see docs/artifact.md for the layout); errors name the
+  /// file and what failed.
+  Status save(const std::string &path) const;
+  /// Reads a file written by save(). A file of another format or version, truncated, corrupted
+  /// (checksum), or whose contents do not make a valid executable is an error naming the file
+  /// and what was wrong; nothing a file holds can crash the loader.
+  static Expected<Executable> load(const std::string &path);
+  /// save() and load() on bytes in memory; `fileName` is used in errors.
+  std::string serialize() const;
+  static Expected<Executable> deserialize(std::string_view bytes, std::string_view fileName);
+
+  /// Checks the executable's own consistency (slot ids in range, operand devices equal to the
+  /// step's device except for transfers, weights of their slots' types, workspace offsets inside
+  /// the workspaces, inputs and activations written before read). load() runs it; an error
+  /// says which step or slot is wrong.
+  Status validate() const;
+};
+
+/// Lowers a compiled graph (compile() ran the whole pipeline and accepted it). A graph that is
+/// not placed or typed (stopped early, rejected) is an error.
+Expected<Executable> lower(const Graph &compiled, const CompileOptions &options);
+
+/// What the backends of this build have no kernel for, as compile() reads it
+/// (CompileOptions::capabilities): every (op, dtype) the CPU backend's supports() refuses.
+Capabilities backendCapabilities();
+
+/// The usual path: compile() with backendCapabilities() added to `options`, then
+/// lower(). A rejected graph's error carries every diagnostic of the compile; warnings of an
+/// accepted one go to `warnings` when given.
+Expected<Executable> build(Graph graph, CompileOptions options,
+                           std::vector<Diagnostic> *warnings = nullptr);
+
+}  // namespace ferry

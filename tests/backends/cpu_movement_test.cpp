@@ -1,0 +1,453 @@
+// tests/backends/cpu_movement_test.cpp — the CPU backend's movement kernels (transpose, concat,
+// slice, gather, expand) against the reference interpreter, byte for byte, for every dtype and
+// on edge shapes; and the parallel paths of the elementwise kernels and copies, on tensors large
+// enough to be split across the thread pool.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "cpu_test_util.h"
+
+namespace ferry {
+namespace {
+
+using reftest::attrI;
+using reftest::attrIs;
+using reftest::completeAttrs;
+using reftest::ints;
+using reftest::sameTensor;
+using namespace cputest;
+
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+// Random bytes (bool: 0 or 1), so that a misplaced element of any dtype shows; floats may hold
+// any bit pattern, NaNs included, which movement must carry unchanged.
+TensorData randomBytes(DType dtype, Shape shape, uint64_t seed) {
+  TensorData t(dtype, std::move(shape));
+  std::mt19937_64 rng(seed);
+  std::span<std::byte> bytes = t.mutableBytes();
+  for (std::byte &b : bytes)
+    b = static_cast<std::byte>(dtype == DType::Bool ? rng() % 2 : rng() & 0xff);
+  return t;
+}
+
+::testing::AssertionResult sameBytes(const TensorData &got, const TensorData &want) {
+  if (got.type() != want.type())
+    return ::testing::AssertionFailure()
+           << "type " << got.type().str() << ", want " << want.type().str();
+  const size_t size = dtypeSize(got.dtype());
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const size_t at = static_cast<size_t>(i) * size;
+    if (std::memcmp(got.bytes().data() + at, want.bytes().data() + at, size) != 0)
+      return ::testing::AssertionFailure()
+             << "element " << i << " of " << got.type().str() << " differs from the reference";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Infers the result type, runs `kind` on the reference and on the CPU backend, and compares:
+// exactly (tol < 0: byte for byte) or as sameTensor does within `tol`.
+::testing::AssertionResult matchesReference(CpuBackend &b, OpKind kind,
+                                            const std::vector<TensorData> &in,
+                                            const std::vector<NamedAttr> &given, double tol = -1) {
+  const OpInfo &info = opInfo(kind);
+  const Attrs attrs = completeAttrs(info, given);
+  std::vector<TensorType> types;
+  for (const TensorData &t : in) types.push_back(t.type());
+  const InferResult inferred = inferType(info, types, attrs);
+  if (const auto *e = std::get_if<InferError>(&inferred))
+    return ::testing::AssertionFailure() << "inferType: " << e->message;
+  const TensorType result = std::get<TensorType>(inferred);
+  if (!b.supports(kind, result.dtype))
+    return ::testing::AssertionFailure() << "not supported in " << dtypeName(result.dtype);
+  Expected<TensorData> want = reference::evalOp(info, in, attrs, result);
+  if (!want.ok()) return ::testing::AssertionFailure() << "reference: " << want.status().message();
+  Expected<TensorData> got = runOnCpu(b, info, in, attrs, result);
+  if (!got.ok()) return ::testing::AssertionFailure() << "cpu: " << got.status().message();
+  return tol < 0 ? sameBytes(*got, *want) : sameTensor(*got, *want, tol);
+}
+
+std::string traceOf(const std::vector<TensorData> &in, const std::vector<NamedAttr> &attrs) {
+  std::string s;
+  for (const TensorData &t : in) s += t.type().str() + " ";
+  for (const NamedAttr &a : attrs) {
+    s += a.name;
+    if (const auto *v = std::get_if<std::vector<int64_t>>(&a.value)) s += shapeStr(*v);
+    if (const auto *v = std::get_if<int64_t>(&a.value)) s += "=" + std::to_string(*v);
+    s += " ";
+  }
+  return s;
+}
+
+constexpr OpKind kMovement[] = {OpKind::Transpose, OpKind::Concat, OpKind::Slice, OpKind::Gather,
+                                OpKind::Expand};
+
+TEST(CpuMovement, ClaimsEveryDTypeTheOpsAccept) {
+  CpuBackend b(checked(1));
+  for (OpKind k : kMovement)
+    for (DType dtype : kAllDTypes) {
+      EXPECT_EQ(b.supports(k, dtype), acceptsDType(opInfo(k).accepts, dtype))
+          << opInfo(k).name << " " << dtypeName(dtype);
+      EXPECT_TRUE(b.supports(k, dtype)) << opInfo(k).name << " " << dtypeName(dtype);
+    }
+}
+
+TEST(CpuMovement, TransposeEveryPermOfA4DTensorInEveryDType) {
+  CpuBackend b(checked(1));
+  uint64_t seed = 1;
+  int cases = 0;
+  for (DType dtype : kAllDTypes) {
+    for (const Shape &shape : {Shape{2, 3, 4, 5}, Shape{3, 1, 4, 1}, Shape{2, 0, 3, 1}}) {
+      const TensorData x = randomBytes(dtype, shape, seed++);
+      std::vector<int64_t> perm{0, 1, 2, 3};
+      do {
+        const std::vector<NamedAttr> attrs{attrIs("perm", perm)};
+        SCOPED_TRACE(traceOf({x}, attrs));
+        EXPECT_TRUE(matchesReference(b, OpKind::Transpose, {x}, attrs));
+        ++cases;
+      } while (std::next_permutation(perm.begin(), perm.end()));
+    }
+    // The default reverses the dims; negative entries count from the end; ranks 0 to 3.
+    for (const auto &[shape, attrs] : std::vector<std::pair<Shape, std::vector<NamedAttr>>>{
+             {{2, 3, 4, 5}, {}},
+             {{2, 3, 4, 5}, {attrIs("perm", {-1, 0, -2, 1})}},
+             {{}, {}},
+             {{7}, {}},
+             {{5, 9}, {}},
+             {{3, 5, 2}, {attrIs("perm", {1, 2, 0})}}}) {
+      const TensorData x = randomBytes(dtype, shape, seed++);
+      SCOPED_TRACE(traceOf({x}, attrs));
+      EXPECT_TRUE(matchesReference(b, OpKind::Transpose, {x}, attrs));
+    }
+  }
+  EXPECT_EQ(cases, 9 * 3 * 24);
+}
+
+TEST(CpuMovement, ConcatOnEachAxisWithOneToFourOperandsIncludingEmptyOnes) {
+  CpuBackend b(checked(1));
+  const Shape base{2, 3, 4};
+  const int64_t sizes[] = {2, 0, 3, 1};  // along the axis, per operand
+  uint64_t seed = 1000;
+  for (DType dtype : kAllDTypes)
+    for (int64_t axis : {0, 1, 2, -1, -3})
+      for (size_t count = 1; count <= 4; ++count) {
+        std::vector<TensorData> in;
+        const size_t a = static_cast<size_t>(axis < 0 ? axis + 3 : axis);
+        for (size_t i = 0; i < count; ++i) {
+          Shape s = base;
+          s[a] = sizes[i];
+          in.push_back(randomBytes(dtype, s, seed++));
+        }
+        const std::vector<NamedAttr> attrs{attrI("axis", axis)};
+        SCOPED_TRACE(traceOf(in, attrs));
+        EXPECT_TRUE(matchesReference(b, OpKind::Concat, in, attrs));
+      }
+  // Every operand empty; and a rank-1 concat.
+  const TensorData e = randomBytes(DType::F32, {0, 3}, 1);
+  EXPECT_TRUE(matchesReference(b, OpKind::Concat, {e, e}, {}));
+  EXPECT_TRUE(matchesReference(
+      b, OpKind::Concat, {randomBytes(DType::I8, {5}, 2), randomBytes(DType::I8, {1}, 3)}, {}));
+}
+
+TEST(CpuMovement, ConcatRefusesAnOperandOfAnotherDType) {
+  CpuBackend b(checked(1));
+  const OpInfo &info = opInfo(OpKind::Concat);
+  Expected<TensorData> r =
+      runOnCpu(b, info, {TensorData(DType::F32, {2}), TensorData(DType::F16, {3})},
+               completeAttrs(info, {}), TensorType{DType::F32, {5}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().diagnostics()[0].code, "internal");
+  EXPECT_NE(r.status().message().find("operand 1 is f16[3], expected f32 (a cast is missing)"),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(CpuMovement, SliceFollowsOnnxRulesInEveryDType) {
+  CpuBackend b(checked(1));
+  const std::vector<std::vector<NamedAttr>> slices{
+      // axes default to 0, 1, ...; steps to 1
+      {attrIs("starts", {1}), attrIs("ends", {3})},
+      {attrIs("starts", {0, 1, 2}), attrIs("ends", {4, 5, 6}), attrIs("steps", {1, 2, 3})},
+      // negative steps, negative and clamped bounds
+      {attrIs("starts", {-1}), attrIs("ends", {-100}), attrIs("axes", {2}), attrIs("steps", {-1})},
+      {attrIs("starts", {3, 10}), attrIs("ends", {0, -10}), attrIs("axes", {0, 2}),
+       attrIs("steps", {-2, -3})},
+      {attrIs("starts", {-100}), attrIs("ends", {100}), attrIs("axes", {1}), attrIs("steps", {2})},
+      {attrIs("starts", {4, 5, 6}), attrIs("ends", {kMin, kMin, kMin}),
+       attrIs("steps", {-1, -1, -1})},
+      // a subset of the axes, negative and out of order
+      {attrIs("starts", {1}), attrIs("ends", {-1}), attrIs("axes", {-1})},
+      {attrIs("starts", {1, 0}), attrIs("ends", {3, 2}), attrIs("axes", {2, 0})},
+      // whole rows (contiguous runs), a single element, nothing
+      {attrIs("starts", {1}), attrIs("ends", {kMax}), attrIs("axes", {0})},
+      {attrIs("starts", {2, 3, 4}), attrIs("ends", {3, 4, 5})},
+      {attrIs("starts", {3}), attrIs("ends", {1}), attrIs("axes", {1})},
+      // steps longer than the dim take one element
+      {attrIs("starts", {0, -1}), attrIs("ends", {kMax, kMin}), attrIs("axes", {1, 2}),
+       attrIs("steps", {1000, kMin})},
+      {attrIs("starts", {1}), attrIs("ends", {4}), attrIs("axes", {0}), attrIs("steps", {kMax})},
+  };
+  uint64_t seed = 2000;
+  for (DType dtype : kAllDTypes) {
+    const TensorData x = randomBytes(dtype, {4, 5, 6}, seed++);
+    for (const auto &attrs : slices) {
+      SCOPED_TRACE(traceOf({x}, attrs));
+      EXPECT_TRUE(matchesReference(b, OpKind::Slice, {x}, attrs));
+    }
+    // Empty input, and a scalar sliced over no axes.
+    EXPECT_TRUE(matchesReference(
+        b, OpKind::Slice, {randomBytes(dtype, {0, 5}, seed++)},
+        {attrIs("starts", {1}), attrIs("ends", {4}), attrIs("axes", {1}), attrIs("steps", {-1})}));
+    EXPECT_TRUE(matchesReference(b, OpKind::Slice, {randomBytes(dtype, {}, seed++)},
+                                 {attrIs("starts", {}), attrIs("ends", {})}));
+  }
+}
+
+TEST(CpuMovement, SliceWithAZeroStepIsAnAttrError) {
+  CpuBackend b(checked(1));
+  const OpInfo &info = opInfo(OpKind::Slice);
+  const Attrs attrs =
+      completeAttrs(info, {attrIs("starts", {0}), attrIs("ends", {3}), attrIs("steps", {0})});
+  Expected<TensorData> r =
+      runOnCpu(b, info, {TensorData(DType::F32, {3})}, attrs, TensorType{DType::F32, {3}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().diagnostics()[0].code, "attr");
+  EXPECT_EQ(r.status().diagnostics()[0].message, "'slice' step must not be 0 (axis 0)");
+}
+
+TEST(CpuMovement, GatherOnEachAxisWithI32AndI64Indices) {
+  CpuBackend b(checked(1));
+  const Shape shape{3, 4, 5};
+  uint64_t seed = 3000;
+  for (DType dtype : kAllDTypes) {
+    const TensorData data = randomBytes(dtype, shape, seed++);
+    for (int64_t axis : {0, 1, 2, -1}) {
+      const int64_t dim = shape[static_cast<size_t>(axis < 0 ? axis + 3 : axis)];
+      for (DType indexType : {DType::I32, DType::I64}) {
+        const std::vector<TensorData> indexSets{
+            ints(indexType, {4}, {0, dim - 1, -1, -dim}),
+            ints(indexType, {2, 3}, {1, -2, 0, 0, dim - 2, 1 - dim}),
+            ints(indexType, {}, {-2}),
+            ints(indexType, {0}, {}),
+        };
+        for (const TensorData &indices : indexSets) {
+          const std::vector<NamedAttr> attrs{attrI("axis", axis)};
+          SCOPED_TRACE(traceOf({data, indices}, attrs));
+          EXPECT_TRUE(matchesReference(b, OpKind::Gather, {data, indices}, attrs));
+        }
+      }
+    }
+  }
+  // Data with an empty dim besides the axis, and a 1-D table.
+  EXPECT_TRUE(matchesReference(
+      b, OpKind::Gather, {randomBytes(DType::F16, {3, 0}, 1), ints(DType::I32, {2}, {2, -3})}, {}));
+  EXPECT_TRUE(matchesReference(
+      b, OpKind::Gather,
+      {randomBytes(DType::I64, {6}, 2), ints(DType::I64, {3, 2}, {0, 5, -1, -6, 2, 3})}, {}));
+}
+
+TEST(CpuMovement, GatherOutOfRangeIsARuntimeErrorLikeTheReference) {
+  CpuBackend b(checked(1));
+  const OpInfo &info = opInfo(OpKind::Gather);
+  const TensorData data = randomBytes(DType::F32, {3, 2}, 7);
+  const Location loc{"test.fy", 3, 1};  // where runOnCpu puts its node
+  struct Bad {
+    TensorData indices;
+    int64_t axis;
+    std::string message;
+  };
+  const std::vector<Bad> cases{
+      {ints(DType::I64, {2}, {0, 3}), 0,
+       "'gather' index 3 at [1] is out of range for axis 0 of size 3 in f32[3,2]: allowed -3 to 2"},
+      {ints(DType::I32, {2, 2}, {0, 1, -4, 9}), 0,
+       "'gather' index -4 at [1,0] is out of range for axis 0 of size 3 in f32[3,2]: allowed -3 "
+       "to 2"},
+      {ints(DType::I32, {}, {2}), -1,
+       "'gather' index 2 is out of range for axis 1 of size 2 in f32[3,2]: allowed -2 to 1"},
+      {ints(DType::I64, {1}, {kMin}), 1,
+       "'gather' index " + std::to_string(kMin) +
+           " at [0] is out of range for axis 1 of size 2 in f32[3,2]: allowed -2 to 1"},
+  };
+  for (const Bad &c : cases) {
+    SCOPED_TRACE(c.message);
+    const Attrs attrs = completeAttrs(info, {attrI("axis", c.axis)});
+    const std::vector<TensorData> in{data, c.indices};
+    const TensorType result =
+        std::get<TensorType>(inferType(info, std::vector{data.type(), c.indices.type()}, attrs));
+    Expected<TensorData> got = runOnCpu(b, info, in, attrs, result);
+    Expected<TensorData> want = reference::evalOp(info, in, attrs, result, loc);
+    ASSERT_FALSE(got.ok());
+    ASSERT_FALSE(want.ok());
+    const Diagnostic &d = got.status().diagnostics()[0];
+    EXPECT_EQ(d.code, "runtime");
+    EXPECT_EQ(d.loc, loc);
+    EXPECT_EQ(d.message, c.message);
+    EXPECT_EQ(d.message, want.status().diagnostics()[0].message);
+  }
+}
+
+TEST(CpuMovement, ExpandBroadcastsToShapeInEveryDType) {
+  CpuBackend b(checked(1));
+  const std::vector<std::pair<Shape, Shape>> cases{
+      {{3, 1}, {3, 4}},
+      {{1, 4}, {3, 4}},
+      {{4}, {2, 3, 4}},
+      {{}, {2, 3}},
+      {{2, 1, 3, 1}, {2, 5, 3, 4}},
+      {{3, 1}, {1, 2}},
+      {{2, 3}, {3}},
+      {{2, 3}, {1, 1}},
+      {{1}, {0}},
+      {{1, 3}, {0, 3}},
+      {{0, 1}, {0, 5}},
+      {{1, 1, 1}, {2, 1, 3}},
+      {{5, 1, 1}, {5, 2, 3}},
+      {{1}, {1}},
+  };
+  uint64_t seed = 4000;
+  for (DType dtype : kAllDTypes)
+    for (const auto &[from, to] : cases) {
+      const TensorData x = randomBytes(dtype, from, seed++);
+      const std::vector<NamedAttr> attrs{attrIs("shape", to)};
+      SCOPED_TRACE(traceOf({x}, attrs));
+      EXPECT_TRUE(matchesReference(b, OpKind::Expand, {x}, attrs));
+    }
+}
+
+// Tensors of about half a million elements: the kernels split their rows, pieces of rows and tiles
+// across the pool, and chunk boundaries fall inside rows and tiles.
+TEST(CpuMovement, LargeTensorsMatchTheReferenceAcrossParallelChunks) {
+  CpuBackend b(checked(1));
+  uint64_t seed = 5000;
+  struct Large {
+    OpKind op;
+    std::vector<TensorData> in;
+    std::vector<NamedAttr> attrs;
+  };
+  std::mt19937_64 rng(42);
+  auto randomIndices = [&](DType t, int64_t n, int64_t dim) {
+    TensorData idx(t, {n});
+    for (int64_t i = 0; i < n; ++i)
+      idx.setInt(i, static_cast<int64_t>(rng() % static_cast<uint64_t>(2 * dim)) - dim);
+    return idx;
+  };
+  const std::vector<Large> cases{
+      {OpKind::Transpose, {randomBytes(DType::F32, {32, 97, 130}, seed++)}, {}},
+      {OpKind::Transpose,
+       {randomBytes(DType::F32, {32, 97, 130}, seed++)},
+       {attrIs("perm", {1, 0, 2})}},
+      {OpKind::Transpose,
+       {randomBytes(DType::U8, {3, 515, 677}, seed++)},
+       {attrIs("perm", {0, 2, 1})}},
+      {OpKind::Transpose,
+       {randomBytes(DType::F16, {17, 2, 129, 130}, seed++)},
+       {attrIs("perm", {3, 1, 0, 2})}},
+      {OpKind::Transpose, {randomBytes(DType::F64, {515, 1029}, seed++)}, {}},
+      {OpKind::Concat,
+       {randomBytes(DType::F32, {1, 1 << 20}, seed++), randomBytes(DType::F32, {1, 3}, seed++),
+        randomBytes(DType::F32, {1, 100000}, seed++)},
+       {attrI("axis", 1)}},
+      {OpKind::Concat,
+       {randomBytes(DType::BF16, {501, 301}, seed++), randomBytes(DType::BF16, {501, 700}, seed++)},
+       {attrI("axis", -1)}},
+      {OpKind::Slice,
+       {randomBytes(DType::I64, {512, 1030}, seed++)},
+       {attrIs("starts", {1, -1}), attrIs("ends", {kMax, kMin}), attrIs("steps", {1, -1})}},
+      {OpKind::Slice,
+       {randomBytes(DType::I32, {1024, 1024}, seed++)},
+       {attrIs("starts", {5, 3}), attrIs("ends", {1000, 1000}), attrIs("steps", {2, 3})}},
+      {OpKind::Slice,
+       {randomBytes(DType::I8, {3, 1 << 19}, seed++)},
+       {attrIs("starts", {1}), attrIs("ends", {3})}},
+      {OpKind::Gather,
+       {randomBytes(DType::F32, {4096, 257}, seed++), randomIndices(DType::I64, 1501, 4096)},
+       {}},
+      {OpKind::Gather,
+       {randomBytes(DType::U8, {500, 1024}, seed++), randomIndices(DType::I32, 1003, 1024)},
+       {attrI("axis", 1)}},
+      {OpKind::Gather,
+       {randomBytes(DType::F64, {2, 1 << 19}, seed++), randomIndices(DType::I32, 3, 2)},
+       {}},
+      {OpKind::Expand, {randomBytes(DType::F32, {515, 1}, seed++)}, {attrIs("shape", {515, 1029})}},
+      {OpKind::Expand,
+       {randomBytes(DType::F16, {1, 1029}, seed++)},
+       {attrIs("shape", {515, 1029})}},
+      {OpKind::Expand, {randomBytes(DType::U8, {1}, seed++)}, {attrIs("shape", {3, 1 << 19})}},
+  };
+  for (const Large &c : cases) {
+    SCOPED_TRACE(std::string(opInfo(c.op).name) + " " + traceOf(c.in, c.attrs));
+    EXPECT_TRUE(matchesReference(b, c.op, c.in, c.attrs));
+  }
+}
+
+// The elementwise kernels, where, cast and the copies on about a million elements, with
+// broadcasting whose rows do not line up with the chunks: each chunk starts its cursors inside a
+// row.
+TEST(CpuMovement, ElementwiseAndCopiesSplitAcrossThePoolMatchTheReference) {
+  CpuBackend b(checked(1));
+  uint64_t seed = 6000;
+  struct Big {
+    OpKind op;
+    std::vector<TensorData> in;
+    std::vector<NamedAttr> attrs;
+  };
+  const std::vector<Big> cases{
+      {OpKind::Exp, {sample(DType::F32, {1 << 20}, OpKind::Exp, seed++)}, {}},
+      {OpKind::Gelu,
+       {sample(DType::F16, {1001, 1047}, OpKind::Gelu, seed++)},
+       {{"approximate", std::string("tanh")}}},
+      {OpKind::Neg, {sample(DType::I32, {1 << 20}, OpKind::Neg, seed++)}, {}},
+      {OpKind::Add,
+       {sample(DType::F32, {1001, 1047}, OpKind::Add, seed++),
+        sample(DType::F32, {1, 1047}, OpKind::Add, seed++)},
+       {}},
+      {OpKind::Mul,
+       {sample(DType::I64, {37, 1, 1031}, OpKind::Mul, seed++),
+        sample(DType::I64, {1, 29, 1}, OpKind::Mul, seed++)},
+       {}},
+      {OpKind::Sub,
+       {sample(DType::BF16, {1001, 1}, OpKind::Sub, seed++),
+        sample(DType::BF16, {1001, 1047}, OpKind::Sub, seed++)},
+       {}},
+      {OpKind::Less,
+       {sample(DType::F64, {1001, 1047}, OpKind::Less, seed++),
+        sample(DType::F64, {1001, 1}, OpKind::Less, seed++)},
+       {}},
+      {OpKind::Where,
+       {sample(DType::Bool, {1001, 1}, OpKind::Where, seed++),
+        sample(DType::F32, {1, 1047}, OpKind::Where, seed++),
+        sample(DType::F32, {1001, 1047}, OpKind::Where, seed++)},
+       {}},
+      {OpKind::Cast, {sample(DType::F32, {1 << 20}, OpKind::Cast, seed++)}, {{"to", DType::F16}}},
+      {OpKind::Cast,
+       {sample(DType::I64, {1001, 1047}, OpKind::Cast, seed++)},
+       {{"to", DType::F32}}},
+      {OpKind::Reshape,
+       {sample(DType::F32, {1001, 1047}, OpKind::Reshape, seed++)},
+       {attrIs("shape", {-1})}},
+      {OpKind::Identity, {sample(DType::U8, {3, 1 << 20}, OpKind::Identity, seed++)}, {}},
+  };
+  for (const Big &c : cases) {
+    SCOPED_TRACE(std::string(opInfo(c.op).name) + " " + traceOf(c.in, c.attrs));
+    const OpInfo &info = opInfo(c.op);
+    std::vector<TensorType> types;
+    for (const TensorData &t : c.in) types.push_back(t.type());
+    const TensorType result =
+        std::get<TensorType>(inferType(info, types, completeAttrs(info, c.attrs)));
+    EXPECT_TRUE(matchesReference(b, c.op, c.in, c.attrs, tolerance(result.dtype)));
+  }
+  // A large constant is written as is.
+  const TensorData value = sample(DType::F64, {1 << 18}, OpKind::Constant, seed++);
+  const OpInfo &k = opInfo(OpKind::Constant);
+  Expected<TensorData> got = runOnCpu(b, k, {}, completeAttrs(k, {{"value", value}}), value.type());
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_TRUE(sameBytes(*got, value));
+}
+
+}  // namespace
+}  // namespace ferry

@@ -1,0 +1,371 @@
+// tests/backends/cpu_normalize_test.cpp — the CPU backend's batch_norm, layer_norm,
+// softmax/log_softmax and the reductions sum, mean and max against the reference interpreter:
+// every dtype each op accepts, every axis and axes combination, keepdims, size-0 and size-1
+// dims, the edge values (NaN, infinities, large inputs), and tensors large enough to be split
+// over threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "cpu_test_util.h"
+
+namespace ferry {
+namespace {
+
+using reftest::attrB;
+using reftest::attrF;
+using reftest::attrI;
+using reftest::attrIs;
+using reftest::completeAttrs;
+using reftest::sameTensor;
+using namespace cputest;
+
+constexpr DType kFloats[] = {DType::F16, DType::BF16, DType::F32, DType::F64};
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Runs `k` on the CPU and on the reference with inferType's result type: equal within the
+// result dtype's tolerance (bool and integers exactly).
+::testing::AssertionResult matchesReference(CpuBackend &b, OpKind k,
+                                            const std::vector<TensorData> &in,
+                                            const std::vector<NamedAttr> &given) {
+  const OpInfo &info = opInfo(k);
+  const Attrs attrs = completeAttrs(info, given);
+  std::vector<TensorType> types;
+  for (const TensorData &t : in) types.push_back(t.type());
+  InferResult inferred = inferType(info, types, attrs);
+  if (const auto *e = std::get_if<InferError>(&inferred))
+    return ::testing::AssertionFailure() << "inferType: " << e->message;
+  const TensorType result = std::get<TensorType>(inferred);
+  Expected<TensorData> want = reference::evalOp(info, in, attrs, result);
+  if (!want.ok()) return ::testing::AssertionFailure() << "reference: " << want.status().message();
+  Expected<TensorData> got = runOnCpu(b, info, in, attrs, result);
+  if (!got.ok()) return ::testing::AssertionFailure() << "cpu: " << got.status().message();
+  return sameTensor(*got, *want, tolerance(result.dtype));
+}
+
+std::string typeStr(DType t, const Shape &s) { return TensorType{t, s}.str(); }
+
+// The CPU result of `k` with inferType's result type.
+TensorData runCpu(CpuBackend &b, OpKind k, const std::vector<TensorData> &in,
+                  const std::vector<NamedAttr> &given) {
+  const OpInfo &info = opInfo(k);
+  const Attrs attrs = completeAttrs(info, given);
+  std::vector<TensorType> types;
+  for (const TensorData &t : in) types.push_back(t.type());
+  const TensorType result = std::get<TensorType>(inferType(info, types, attrs));
+  Expected<TensorData> got = runOnCpu(b, info, in, attrs, result);
+  FERRY_CHECK(got.ok()) << got.status().message();
+  return *got;
+}
+
+TEST(CpuNormalize, SupportsExactlyTheAcceptedDTypes) {
+  CpuBackend b(checked(1));
+  for (DType t : kAllDTypes) {
+    SCOPED_TRACE(std::string(dtypeName(t)));
+    for (OpKind k :
+         {OpKind::BatchNorm, OpKind::LayerNorm, OpKind::Softmax, OpKind::LogSoftmax, OpKind::Mean})
+      EXPECT_EQ(b.supports(k, t), isFloating(t)) << opInfo(k).name;
+    // max keeps its operand's dtype; sum's result is i64 for bool/integers, but a pinned sum is
+    // placed by its pin, the operand's dtype, so every dtype is claimed.
+    EXPECT_TRUE(b.supports(OpKind::Max, t));
+    EXPECT_TRUE(b.supports(OpKind::Sum, t));
+  }
+}
+
+TEST(CpuNormalize, BatchNormMatchesTheReference) {
+  CpuBackend b(checked(1));
+  uint64_t seed = 1;
+  int cases = 0;
+  for (DType t : kFloats) {
+    for (const Shape &s : {Shape{2, 3, 4, 5}, Shape{4, 3}, Shape{2, 3, 1, 1}, Shape{1, 1},
+                           Shape{0, 3, 2, 2}, Shape{2, 3, 0}, Shape{2, 5, 2000}, Shape{3, 1100}}) {
+      for (double eps : {1e-5, 0.5}) {
+        SCOPED_TRACE(std::string(dtypeName(t)) + " " + typeStr(t, s));
+        const int64_t c = s[1];
+        std::vector<TensorData> in{
+            sample(t, s, OpKind::BatchNorm, seed++), sample(t, {c}, OpKind::BatchNorm, seed++),
+            sample(t, {c}, OpKind::BatchNorm, seed++), sample(t, {c}, OpKind::BatchNorm, seed++),
+            sample(t, {c}, OpKind::Sqrt, seed++)};  // var > 0
+        EXPECT_TRUE(matchesReference(b, OpKind::BatchNorm, in, {attrF("eps", eps)}));
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 4 * 8 * 2);
+}
+
+TEST(CpuNormalize, LayerNormMatchesTheReference) {
+  CpuBackend b(checked(1));
+  uint64_t seed = 100;
+  int cases = 0;
+  struct Form {
+    Shape shape;
+    int64_t axis;
+  };
+  const std::vector<Form> forms{{{2, 3, 4}, -1}, {{2, 3, 4}, 1},  {{2, 3, 4}, 0},
+                                {{2, 3, 4}, -2}, {{3, 2500}, -1}, {{0, 4}, 1},
+                                {{4, 1}, -1},    {{1}, 0},        {{5, 0}, 1}};
+  for (DType t : kFloats) {
+    for (const Form &f : forms) {
+      const Shape normalized(
+          f.shape.begin() + (f.axis < 0 ? f.axis + static_cast<int64_t>(f.shape.size()) : f.axis),
+          f.shape.end());
+      for (int operands = 1; operands <= 3; ++operands) {
+        SCOPED_TRACE(std::string(dtypeName(t)) + " " + typeStr(t, f.shape) + " axis " +
+                     std::to_string(f.axis) + " operands " + std::to_string(operands));
+        std::vector<TensorData> in{sample(t, f.shape, OpKind::LayerNorm, seed++)};
+        for (int i = 1; i < operands; ++i)
+          in.push_back(sample(t, normalized, OpKind::LayerNorm, seed++));
+        EXPECT_TRUE(matchesReference(b, OpKind::LayerNorm, in,
+                                     {attrI("axis", f.axis), attrF("eps", 1e-3)}));
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 4 * 9 * 3);
+}
+
+TEST(CpuNormalize, SoftmaxAndLogSoftmaxMatchTheReferenceOnEveryAxis) {
+  CpuBackend b(checked(1));
+  uint64_t seed = 200;
+  int cases = 0;
+  struct Form {
+    Shape shape;
+    int64_t axis;
+  };
+  // Every axis of a 3-D tensor, both ways of naming it; an axis longer than a block; more inner
+  // columns than one column block; size-0 and size-1 dims.
+  const std::vector<Form> forms{
+      {{3, 4, 5}, 0},  {{3, 4, 5}, 1},  {{3, 4, 5}, 2},   {{3, 4, 5}, -1},  {{3, 4, 5}, -2},
+      {{3, 4, 5}, -3}, {{3, 2100}, -1}, {{2, 5, 300}, 1}, {{2, 3, 700}, 0}, {{0, 5}, -1},
+      {{5, 0}, 0},     {{4, 1}, 1},     {{1, 1, 1}, 1},   {{7}, 0}};
+  for (OpKind k : {OpKind::Softmax, OpKind::LogSoftmax}) {
+    for (DType t : kFloats) {
+      for (const Form &f : forms) {
+        SCOPED_TRACE(std::string(opInfo(k).name) + " " + typeStr(t, f.shape) + " axis " +
+                     std::to_string(f.axis));
+        EXPECT_TRUE(
+            matchesReference(b, k, {sample(t, f.shape, k, seed++)}, {attrI("axis", f.axis)}));
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 2 * 4 * 14);
+}
+
+TEST(CpuNormalize, SoftmaxIsStableAndSpreadsNaNLikeTheReference) {
+  CpuBackend b(checked(1));
+  for (OpKind k : {OpKind::Softmax, OpKind::LogSoftmax}) {
+    for (DType t : {DType::F32, DType::F64, DType::F16}) {
+      SCOPED_TRACE(std::string(opInfo(k).name) + " " + std::string(dtypeName(t)));
+      // Rows: large values (exp would overflow without the max), a NaN, +inf, all -inf.
+      const TensorData x = reftest::tensor(
+          t, {4, 3}, {1000, 1001, 999, 1, kNaN, 2, 0, kInf, 1, -kInf, -kInf, -kInf});
+      EXPECT_TRUE(matchesReference(b, k, {x}, {attrI("axis", 1)}));
+      EXPECT_TRUE(matchesReference(b, k, {x}, {attrI("axis", 0)}));
+      const TensorData y = runCpu(b, k, {x}, {attrI("axis", 1)});
+      if (k == OpKind::Softmax) {
+        EXPECT_NEAR(y.at(1), 0.6652409557748219, 1e-3);
+        EXPECT_NEAR(y.at(0) + y.at(1) + y.at(2), 1.0, 1e-3);
+      } else {
+        EXPECT_NEAR(y.at(1), -0.40760596444438, 1e-3);
+      }
+      for (int64_t i = 3; i < 12; ++i) EXPECT_TRUE(std::isnan(y.at(i))) << i;
+    }
+  }
+}
+
+// Every axes combination of a 3-D tensor (named both ways), keepdims both ways.
+const std::vector<std::vector<int64_t>> kAxes{{},     {0},    {1},    {2},      {-1}, {0, 2},
+                                              {0, 1}, {1, 2}, {2, 0}, {-3, -1}, {-2}, {0, 1, 2}};
+
+TEST(CpuNormalize, ReductionsMatchTheReferenceForEveryAxesAndDType) {
+  CpuBackend b(checked(1));
+  uint64_t seed = 300;
+  int cases = 0;
+  for (OpKind k : {OpKind::Sum, OpKind::Mean, OpKind::Max}) {
+    for (DType t : kAllDTypes) {
+      if (!acceptsDType(opInfo(k).accepts, t)) continue;
+      for (const Shape &s : {Shape{2, 3, 4}, Shape{3, 1, 5}, Shape{1, 40, 30}}) {
+        for (const auto &axes : kAxes) {
+          for (bool keepdims : {false, true}) {
+            SCOPED_TRACE(std::string(opInfo(k).name) + " " + typeStr(t, s) + " axes " +
+                         std::to_string(axes.size()) +
+                         (axes.empty() ? "" : " first " + std::to_string(axes[0])) +
+                         (keepdims ? " keepdims" : ""));
+            EXPECT_TRUE(matchesReference(b, k, {sample(t, s, k, seed++)},
+                                         {attrIs("axes", axes), attrB("keepdims", keepdims)}));
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  // sum and max over 9 dtypes, mean over 4.
+  EXPECT_EQ(cases, (9 + 4 + 9) * 3 * 12 * 2);
+}
+
+TEST(CpuNormalize, ReductionsOfScalarsAndFourDims) {
+  CpuBackend b(checked(1));
+  uint64_t seed = 400;
+  for (OpKind k : {OpKind::Sum, OpKind::Mean, OpKind::Max}) {
+    for (DType t : {DType::F32, DType::I32, DType::Bool, DType::BF16}) {
+      if (!acceptsDType(opInfo(k).accepts, t)) continue;
+      SCOPED_TRACE(std::string(opInfo(k).name) + " " + std::string(dtypeName(t)));
+      EXPECT_TRUE(matchesReference(b, k, {sample(t, {}, k, seed++)}, {}));
+      EXPECT_TRUE(matchesReference(b, k, {sample(t, {}, k, seed++)}, {attrB("keepdims", true)}));
+      // Alternating reduced and kept dims, and size-1 dims between them.
+      for (const auto &axes : std::vector<std::vector<int64_t>>{{0, 2}, {1, 3}, {0, 3}, {1, 2}})
+        EXPECT_TRUE(
+            matchesReference(b, k, {sample(t, {3, 4, 1, 5}, k, seed++)}, {attrIs("axes", axes)}));
+    }
+  }
+}
+
+TEST(CpuNormalize, ReductionsOverEmptyDims) {
+  CpuBackend b(checked(1));
+  for (DType t : {DType::F32, DType::F16, DType::I32, DType::Bool}) {
+    SCOPED_TRACE(std::string(dtypeName(t)));
+    // sum over nothing is 0; outputs of size 0 need no input.
+    EXPECT_TRUE(matchesReference(b, OpKind::Sum, {TensorData(t, {0, 3})}, {attrIs("axes", {0})}));
+    EXPECT_TRUE(matchesReference(b, OpKind::Sum, {TensorData(t, {0, 3})}, {}));
+    EXPECT_TRUE(matchesReference(b, OpKind::Sum, {TensorData(t, {2, 0})}, {attrIs("axes", {0})}));
+    EXPECT_TRUE(matchesReference(b, OpKind::Max, {TensorData(t, {0, 3})}, {attrIs("axes", {1})}));
+    if (isFloating(t)) {
+      EXPECT_TRUE(
+          matchesReference(b, OpKind::Mean, {TensorData(t, {0, 3})}, {attrIs("axes", {0})}));
+      const TensorData m = runCpu(b, OpKind::Mean, {TensorData(t, {0, 3})}, {attrIs("axes", {0})});
+      EXPECT_TRUE(std::isnan(m.at(0)));
+    }
+  }
+  const TensorData s =
+      runCpu(b, OpKind::Sum, {TensorData(DType::I8, {0, 3})}, {attrIs("axes", {0})});
+  EXPECT_TRUE(sameTensor(s, reftest::ints(DType::I64, {3}, {0, 0, 0}), 0));
+  // max over an empty set is the reference's runtime error, word for word (shape inference
+  // rejects it, so the call is made by hand).
+  const OpInfo &mx = opInfo(OpKind::Max);
+  Expected<TensorData> r =
+      runOnCpu(b, mx, {TensorData(DType::F32, {2, 0})}, completeAttrs(mx, {attrIs("axes", {1})}),
+               TensorType{DType::F32, {2}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().diagnostics()[0].code, "runtime");
+  EXPECT_EQ(r.status().diagnostics()[0].message,
+            "'max' over an empty set: f32[2,0] has size 0 in reduced dim 1");
+}
+
+TEST(CpuNormalize, MaxIsExactAndNaNWins) {
+  CpuBackend b(checked(1));
+  const int64_t big = int64_t{1} << 53;
+  EXPECT_TRUE(
+      sameTensor(runCpu(b, OpKind::Max, {reftest::ints(DType::I64, {3}, {big, big + 1, 5})}, {}),
+                 reftest::ints(DType::I64, {}, {big + 1}), 0));
+  EXPECT_TRUE(
+      sameTensor(runCpu(b, OpKind::Max, {reftest::ints(DType::I8, {2, 2}, {-128, -7, -3, -100})},
+                        {attrIs("axes", {0})}),
+                 reftest::ints(DType::I8, {2}, {-3, -7}), 0));
+  EXPECT_TRUE(sameTensor(runCpu(b, OpKind::Max, {reftest::bools({3}, {0, 1, 0})}, {}),
+                         reftest::bools({}, {1}), 0));
+  for (DType t : kFloats) {
+    SCOPED_TRACE(std::string(dtypeName(t)));
+    const TensorData x = reftest::tensor(t, {2, 3}, {1, kNaN, 3, -kInf, -kInf, 2});
+    for (const auto &axes : std::vector<std::vector<int64_t>>{{}, {0}, {1}}) {
+      EXPECT_TRUE(matchesReference(b, OpKind::Max, {x}, {attrIs("axes", axes)}));
+      EXPECT_TRUE(matchesReference(b, OpKind::Sum, {x}, {attrIs("axes", axes)}));
+    }
+    const TensorData rows = runCpu(b, OpKind::Max, {x}, {attrIs("axes", {1})});
+    EXPECT_TRUE(std::isnan(rows.at(0)));
+    EXPECT_EQ(rows.at(1), 2);
+  }
+}
+
+// Integer sums are exact in i64 and wrap at 64 bits, as torch.sum: the reference's double
+// accumulator agrees up to 2^53, the range checked against it here.
+TEST(CpuNormalize, IntegerSumsAreExactInI64) {
+  CpuBackend b(checked(1));
+  const TensorData i32 = reftest::ints(DType::I32, {2}, {2147483647, 2147483647});
+  EXPECT_TRUE(matchesReference(b, OpKind::Sum, {i32}, {}));
+  EXPECT_TRUE(sameTensor(runCpu(b, OpKind::Sum, {i32}, {}),
+                         reftest::ints(DType::I64, {}, {4294967294}), 0));
+  const TensorData u8 = reftest::ints(DType::U8, {3}, {255, 255, 255});
+  EXPECT_TRUE(
+      sameTensor(runCpu(b, OpKind::Sum, {u8}, {}), reftest::ints(DType::I64, {}, {765}), 0));
+  const int64_t big = int64_t{1} << 53;
+  EXPECT_TRUE(sameTensor(runCpu(b, OpKind::Sum, {reftest::ints(DType::I64, {2}, {big, 1})}, {}),
+                         reftest::ints(DType::I64, {}, {big + 1}), 0));
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_TRUE(sameTensor(runCpu(b, OpKind::Sum, {reftest::ints(DType::I64, {2}, {max, 2})}, {}),
+                         reftest::ints(DType::I64, {}, {std::numeric_limits<int64_t>::min() + 1}),
+                         0));
+}
+
+// 2 x 64 x 33 x 33 and friends: more work than one chunk, so the outputs (or, with fewer
+// outputs than threads, the reduced rows) are split over threads.
+TEST(CpuNormalize, LargeInputsSplitOverThreadsMatchTheReference) {
+  CpuBackend b(checked(1));
+  uint64_t seed = 500;
+  const Shape big{2, 64, 33, 33};
+  for (DType t : {DType::F32, DType::F16, DType::I32}) {
+    SCOPED_TRACE(std::string(dtypeName(t)));
+    const TensorData x = sample(t, big, OpKind::Sum, seed++);
+    for (const auto &axes :
+         std::vector<std::vector<int64_t>>{{}, {0}, {1}, {-1}, {2, 3}, {1, 3}, {0, 2, 3}}) {
+      EXPECT_TRUE(matchesReference(b, OpKind::Sum, {x}, {attrIs("axes", axes)}));
+      EXPECT_TRUE(matchesReference(b, OpKind::Max, {x}, {attrIs("axes", axes)}));
+      if (isFloating(t)) {
+        EXPECT_TRUE(matchesReference(b, OpKind::Mean, {x},
+                                     {attrIs("axes", axes), attrB("keepdims", true)}));
+      }
+    }
+    // One group, a kept innermost run: the reduced rows are split into partial sums.
+    const TensorData tall = sample(t, {4096, 40}, OpKind::Sum, seed++);
+    EXPECT_TRUE(matchesReference(b, OpKind::Sum, {tall}, {attrIs("axes", {0})}));
+    EXPECT_TRUE(matchesReference(b, OpKind::Max, {tall}, {attrIs("axes", {0})}));
+    if (!isFloating(t)) continue;
+    EXPECT_TRUE(matchesReference(b, OpKind::Softmax, {x}, {attrI("axis", 1)}));
+    EXPECT_TRUE(matchesReference(b, OpKind::LogSoftmax, {x}, {attrI("axis", -1)}));
+    EXPECT_TRUE(matchesReference(b, OpKind::LayerNorm, {x}, {attrI("axis", 2)}));
+    EXPECT_TRUE(matchesReference(
+        b, OpKind::BatchNorm,
+        {x, sample(t, {64}, OpKind::BatchNorm, seed++), sample(t, {64}, OpKind::BatchNorm, seed++),
+         sample(t, {64}, OpKind::BatchNorm, seed++), sample(t, {64}, OpKind::Sqrt, seed++)},
+        {}));
+  }
+  // A NaN anywhere in a reduction split over threads wins.
+  TensorData x = sample(DType::F32, big, OpKind::Max, seed++);
+  x.set(100000, kNaN);
+  EXPECT_TRUE(std::isnan(runCpu(b, OpKind::Max, {x}, {}).at(0)));
+  EXPECT_TRUE(matchesReference(b, OpKind::Max, {x}, {attrIs("axes", {0})}));
+}
+
+TEST(CpuNormalize, RefusesCallsOutsideTheContract) {
+  CpuBackend b(checked(1));
+  auto expectInternal = [&](OpKind k, std::vector<TensorData> in, std::vector<NamedAttr> attrs,
+                            TensorType result, std::string_view text) {
+    const OpInfo &info = opInfo(k);
+    Expected<TensorData> r = runOnCpu(b, info, in, completeAttrs(info, attrs), result);
+    ASSERT_FALSE(r.ok()) << info.name;
+    EXPECT_EQ(r.status().diagnostics()[0].code, "internal");
+    EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status().message();
+  };
+  // sum of an integer gives i64, not i32.
+  expectInternal(OpKind::Sum, {TensorData(DType::I32, {3})}, {}, TensorType{DType::I64, {3}},
+                 "result i64[3]");
+  expectInternal(OpKind::Sum, {TensorData(DType::I32, {3})}, {}, TensorType{DType::I32, {}},
+                 "operand i32[3] with result i32[]");
+  expectInternal(OpKind::Max, {TensorData(DType::F16, {3})}, {}, TensorType{DType::F32, {}},
+                 "operand f16[3] with result f32[]");
+  expectInternal(OpKind::Softmax, {TensorData(DType::F32, {2, 3})}, {attrI("axis", 2)},
+                 TensorType{DType::F32, {2, 3}}, "axis 2 of f32[2,3]");
+  expectInternal(OpKind::LayerNorm, {TensorData(DType::F32, {2, 3}), TensorData(DType::F16, {3})},
+                 {}, TensorType{DType::F32, {2, 3}}, "a cast is missing");
+  expectInternal(OpKind::BatchNorm,
+                 {TensorData(DType::F32, {2, 3}), TensorData(DType::F32, {2}),
+                  TensorData(DType::F32, {3}), TensorData(DType::F32, {3}),
+                  TensorData(DType::F32, {3})},
+                 {}, TensorType{DType::F32, {2, 3}}, "operand 1 f32[2] for f32[2,3]");
+}
+
+}  // namespace
+}  // namespace ferry

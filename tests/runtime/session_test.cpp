@@ -1,0 +1,290 @@
+// tests/runtime/session_test.cpp — build, lower and run from an app's point of view: results
+// equal the reference interpreter's, inputs are checked with distinct errors, transfers are
+// counted against the plan, many threads share one session.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "backends/reference/interpreter.h"
+#include "ir/parser.h"
+#include "runtime/session.h"
+
+namespace ferry {
+namespace {
+
+Graph parse(std::string_view text) {
+  Expected<Graph> g = parseGraph(text, "model.fy");
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return std::move(g).value();
+}
+
+CompileOptions on(std::vector<Device> devices, PlacementPolicy p = PlacementPolicy::Strict) {
+  CompileOptions o;
+  o.devices = std::move(devices);
+  o.target = o.devices.front();
+  o.placement = p;
+  return o;
+}
+
+Session::Options checked() {
+  Session::Options o;
+  o.checkPlan = true;
+  return o;
+}
+
+Session open(std::string_view text, CompileOptions options, Session::Options so = checked()) {
+  Expected<Executable> exe = build(parse(text), options);
+  EXPECT_TRUE(exe.ok()) << exe.status().message();
+  Expected<Session> s = Session::create(std::move(exe).value(), so);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return std::move(s).value();
+}
+
+constexpr std::string_view kTwoDevices = R"(graph two {
+  input %x : f32[4,3] @cpu
+  param %w : f32[3,3] @cpu:1 = randn(seed=5)
+  %h = relu(%x)
+  %y = matmul(%h, %w)
+  %z = tanh(%y)
+  output %z
+})";
+
+// Elementwise ops only: the chain every kernel family can run.
+constexpr std::string_view kElementwise = R"(graph ew {
+  input %x : f32[8,5] @cpu
+  input %b : f32[5] @cpu
+  param %s : f32[5] = randn(seed=2)
+  %a = add(%x, %b)
+  %m = mul(%a, %s)
+  %t = tanh(%m)
+  %g = greater(%t, %b)
+  %w = where(%g, %t, %x)
+  output %w
+  output %g
+})";
+
+TensorData sample(DType t, Shape shape, uint64_t seed) {
+  return TensorData::randn(t, std::move(shape), seed);
+}
+
+void expectClose(const TensorData &got, const TensorData &want, double tol = 1e-5) {
+  ASSERT_EQ(got.type(), want.type());
+  for (int64_t i = 0; i < got.numel(); ++i)
+    EXPECT_NEAR(got.at(i), want.at(i), tol * (1 + std::fabs(want.at(i)))) << "element " << i;
+}
+
+TEST(Session, RunsAndMatchesTheReferenceInterpreter) {
+  Session s = open(kElementwise, on({Device::cpu()}));
+  const TensorData x = sample(DType::F32, {8, 5}, 1), b = sample(DType::F32, {5}, 2);
+  Expected<RunResult> r = s.run({{"x", x}, {"b", b}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto want = reference::run(parse(kElementwise), {{"x", x}, {"b", b}});
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  ASSERT_EQ(r->outputs.size(), 2u);
+  EXPECT_EQ(r->outputs[0].name, "w");
+  EXPECT_EQ(r->outputs[1].name, "g");
+  expectClose(r->outputs[0].tensor.data(), (*want)[0]);
+  EXPECT_EQ(r->outputs[1].tensor.data(), (*want)[1]);
+  ASSERT_NE(r->find("g"), nullptr);
+  EXPECT_EQ(r->find("nope"), nullptr);
+  EXPECT_EQ(r->stats.stepSeconds.size(), s.executable().steps.size());
+  EXPECT_EQ(r->stats.transfers, 0);
+  EXPECT_EQ(r->outputs[0].tensor.device(), Device::cpu());
+}
+
+TEST(Session, TransfersBetweenVirtualDevicesAreCountedAgainstThePlan) {
+  Session s = open(kTwoDevices, on({Device::cpu(), Device::cpu(1)}, PlacementPolicy::Auto));
+  const Executable &exe = s.executable();
+  ASSERT_GE(exe.planTransfers, 1);
+  const TensorData x = sample(DType::F32, {4, 3}, 3);
+  Expected<RunResult> r = s.run({{"x", x}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->stats.transfers, exe.planTransfers);
+  EXPECT_EQ(r->stats.transferBytes, exe.planTransferBytes);
+  auto want = reference::run(parse(kTwoDevices), {{"x", x}});
+  ASSERT_TRUE(want.ok());
+  expectClose(r->outputs[0].tensor.data(), (*want)[0]);
+}
+
+TEST(Session, StrictRejectsAnInputOnAnotherDeviceAndAutoMovesIt) {
+  constexpr std::string_view text = R"(graph m {
+    input %x : f32[2,2] @cpu:1
+    %y = neg(%x)
+    output %y
+  })";
+  const TensorData x = sample(DType::F32, {2, 2}, 4);
+  {
+    Session s = open(text, on({Device::cpu(), Device::cpu(1)}));
+    Expected<RunResult> r = s.run({{"x", x}});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("input 'x' is on cpu, but the model takes it on cpu:1"),
+              std::string::npos)
+        << r.status().message();
+    Expected<Tensor> moved = Tensor(x).to(Device::cpu(1));
+    ASSERT_TRUE(moved.ok());
+    Expected<RunResult> ok = s.run({{"x", *moved}});
+    ASSERT_TRUE(ok.ok()) << ok.status().message();
+    EXPECT_EQ(ok->stats.inputMoves, 0);
+  }
+  {
+    Session s = open(text, on({Device::cpu(), Device::cpu(1)}, PlacementPolicy::Auto));
+    Expected<RunResult> r = s.run({{"x", x}});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->stats.inputMoves, 1);
+    EXPECT_EQ(r->stats.inputMoveBytes, 16);
+    EXPECT_EQ(r->stats.transfers, s.executable().planTransfers + 1);
+    EXPECT_EQ(r->outputs[0].tensor.data().at(0), -x.at(0));
+  }
+}
+
+// Each misuse is its own error, naming the input and what was expected against what came.
+TEST(Session, MisusedInputsGiveDistinctErrors) {
+  Session s = open(kElementwise, on({Device::cpu()}));
+  const TensorData x = sample(DType::F32, {8, 5}, 1), b = sample(DType::F32, {5}, 2);
+  struct Case {
+    std::vector<NamedTensor> inputs;
+    std::string want;
+  };
+  Expected<Tensor> bOn1 = Tensor(b).to(Device::cpu(1));
+  ASSERT_TRUE(bOn1.ok());
+  const std::vector<Case> cases = {
+      {{{"x", x}, {"b", b}, {"c", b}}, "unknown input 'c': the model's inputs are 'x', 'b'"},
+      {{{"x", x}}, "input 'b' is missing"},
+      {{}, "inputs 'x', 'b' are missing"},
+      {{{"x", x}, {"b", b}, {"b", b}}, "input 'b' is given twice"},
+      {{{"x", sample(DType::F32, {8, 4}, 1)}, {"b", b}},
+       "input 'x' has the wrong shape: expected [8,5], got [8,4]"},
+      {{{"x", sample(DType::F16, {8, 5}, 1)}, {"b", b}},
+       "input 'x' has the wrong dtype: expected f32, got f16"},
+      {{{"x", x}, {"b", *bOn1}}, "input 'b' is on cpu:1, but the model takes it on cpu"},
+  };
+  for (const Case &c : cases) {
+    Expected<RunResult> r = s.run(c.inputs);
+    ASSERT_FALSE(r.ok()) << c.want;
+    EXPECT_NE(r.status().message().find(c.want), std::string::npos)
+        << "got: " << r.status().message() << "\nwant: " << c.want;
+    EXPECT_EQ(r.status().diagnostics().front().code, "input");
+  }
+  // Several problems at once are all reported.
+  Expected<RunResult> r = s.run({{"x", sample(DType::F16, {1}, 1)}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().diagnostics().size(), 3u) << r.status().message();
+  // And the session still works afterwards.
+  EXPECT_TRUE(s.run({{"x", x}, {"b", b}}).ok());
+}
+
+TEST(Session, OutputsComeBackOnTheirDeviceWhenAsked) {
+  Session s = open(kTwoDevices, on({Device::cpu(), Device::cpu(1)}, PlacementPolicy::Auto));
+  const int32_t slot = s.executable().outputs[0];
+  const Device where = s.executable().slots[static_cast<size_t>(slot)].device;
+  Session::RunOptions ro;
+  ro.outputsOnDevice = true;
+  Expected<RunResult> r = s.run({{"x", sample(DType::F32, {4, 3}, 3)}}, ro);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->outputs[0].tensor.device(), where);
+}
+
+TEST(Session, ManyThreadsShareOneSession) {
+  Session s = open(kElementwise, on({Device::cpu()}));
+  const Graph g = parse(kElementwise);
+  constexpr int kThreads = 8, kRuns = 200;
+  std::vector<TensorData> xs, want;
+  const TensorData b = sample(DType::F32, {5}, 99);
+  for (int t = 0; t < kThreads; ++t) {
+    xs.push_back(sample(DType::F32, {8, 5}, 100 + static_cast<uint64_t>(t)));
+    auto w = reference::run(g, {{"x", xs.back()}, {"b", b}});
+    ASSERT_TRUE(w.ok());
+    want.push_back((*w)[0]);
+  }
+  std::vector<int> wrong(kThreads, 0), failed(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRuns; ++i) {
+        Expected<RunResult> r = s.run({{"x", xs[static_cast<size_t>(t)]}, {"b", b}});
+        if (!r.ok()) {
+          ++failed[static_cast<size_t>(t)];
+          continue;
+        }
+        const TensorData &got = r->outputs[0].tensor.data();
+        for (int64_t e = 0; e < got.numel(); ++e)
+          if (std::fabs(got.at(e) - want[static_cast<size_t>(t)].at(e)) > 1e-5) {
+            ++wrong[static_cast<size_t>(t)];
+            break;
+          }
+      }
+    });
+  for (std::thread &t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(failed[static_cast<size_t>(t)], 0) << "thread " << t;
+    EXPECT_EQ(wrong[static_cast<size_t>(t)], 0) << "thread " << t;
+  }
+}
+
+TEST(Session, AnExecutableForADeviceWithoutABackendIsAnError) {
+  Expected<Executable> exe = build(parse(R"(graph g {
+    input %x : f32[2] @cuda:0
+    %y = neg(%x)
+    output %y
+  })"),
+                                   on({Device::cuda(0), Device::cpu()}));
+  ASSERT_TRUE(exe.ok()) << exe.status().message();
+  Expected<Session> s = Session::create(std::move(exe).value());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("runs on cuda:0, and this build of ferry has no backend"),
+            std::string::npos)
+      << s.status().message();
+}
+
+TEST(Lower, RejectsAGraphThatWasNotPlaced) {
+  CompileOptions o = on({Device::cpu()});
+  o.stopAfter = "verify";
+  CompileResult r = compile(parse(kElementwise), o);
+  ASSERT_TRUE(r.ok());
+  Expected<Executable> exe = lower(r.graph, o);
+  ASSERT_FALSE(exe.ok());
+  EXPECT_NE(
+      exe.status().message().find("has no device: lower() takes a graph that compile() placed"),
+      std::string::npos)
+      << exe.status().message();
+  Expected<Executable> viaBuild = build(parse(kElementwise), o);
+  ASSERT_FALSE(viaBuild.ok());
+  EXPECT_NE(viaBuild.status().message().find("runs the whole pipeline"), std::string::npos);
+}
+
+TEST(Lower, ARejectedGraphCarriesItsDiagnostics) {
+  Expected<Executable> exe = build(parse(kTwoDevices), on({Device::cpu(), Device::cpu(1)}));
+  ASSERT_FALSE(exe.ok());
+  EXPECT_EQ(exe.status().diagnostics().front().code, "device") << exe.status().message();
+}
+
+TEST(Lower, ConstantsBecomeWeightsAndActivationsShareTheWorkspace) {
+  Expected<Executable> exe = build(parse(R"(graph c {
+    input %x : f32[256] @cpu
+    %k = constant(value=f32[1]{2.0})
+    %a = mul(%x, %k)
+    %b = exp(%a)
+    %c = neg(%b)
+    %d = abs(%c)
+    output %d
+  })"),
+                                   on({Device::cpu()}));
+  ASSERT_TRUE(exe.ok()) << exe.status().message();
+  for (const Step &st : exe->steps) EXPECT_NE(st.op, OpKind::Constant);
+  ASSERT_EQ(exe->weights.size(), 1u);
+  ASSERT_EQ(exe->workspaces.size(), 1u);
+  // x, a, b, c, d are 1 KiB each, but at most three are alive at once.
+  EXPECT_LE(exe->workspaces[0].bytes, 3u * 1024);
+  Expected<Session> s = Session::create(std::move(exe).value(), checked());
+  ASSERT_TRUE(s.ok());
+  TensorData x = sample(DType::F32, {256}, 8);
+  Expected<RunResult> r = s->run({{"x", x}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  for (int64_t i = 0; i < 256; ++i)
+    EXPECT_NEAR(r->outputs[0].tensor.data().at(i), std::exp(2 * x.at(i)),
+                1e-5 * std::exp(2 * x.at(i)));
+}
+
+}  // namespace
+}  // namespace ferry

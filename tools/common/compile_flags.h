@@ -1,0 +1,57 @@
+// tools/common/compile_flags.h — the compile-option flags ferry-compile and ferry-run share: the
+// flags with their help texts, and their conversion to CompileOptions with one-line errors that
+// name the flag ("--placement: expected strict or auto, got 'sideways'").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "passes/options.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace ferry {
+
+/// The compile options as written on the command line; checked by toCompileOptions().
+struct CompileFlags {
+  std::string devices = "cpu";
+  std::string target;  ///< "": the first of `devices`
+  std::string placement = "strict";
+  std::string dtype = "strict";
+  bool noFallback = false;
+  std::string transfers;
+  std::string maxTransferBytes;
+  std::string maxCasts;
+};
+
+/// Adds --devices, --target, --placement, --dtype and --no-fallback, bound to `flags`. The
+/// budget flags come separately so that a tool can list its own options in between.
+void addPolicyFlags(CLI::App &app, CompileFlags &flags);
+/// Adds --transfers, --max-transfer-bytes and --max-casts, bound to `flags`.
+void addBudgetFlags(CLI::App &app, CompileFlags &flags);
+/// The first of the flags above given on the command line ("--devices"), or "" when none was.
+/// Call after app.parse().
+std::string firstCompileFlagGiven(const CLI::App &app);
+
+/// Fills the compile options of `c` from `flags`, each checked with a message that names its
+/// flag; then validates the whole of `c` (so options the caller set, e.g. stopAfter, count).
+Status toCompileOptions(const CompileFlags &flags, CompileOptions &c);
+
+/// The messages of a failed check, joined into one line.
+std::string oneLine(const Status &s);
+/// A bad option value, reported as one line naming its flag: "--flag: why" (code "usage").
+Status flagError(std::string_view flag, std::string why);
+/// An option checked on its own by CompileOptions::validate (everything else at its default, so
+/// that a message is about this option only).
+Status validateAlone(const CompileOptions &probe, std::string_view flag);
+/// `s` as an integer >= `min` ("" leaves `out` unset); otherwise an error naming `flag`.
+Status integerFlag(const std::string &s, std::string_view flag, int64_t min,
+                   std::optional<int64_t> &out);
+/// Why `path` cannot be read (strerror text), or "" when it can.
+std::string unreadableReason(const std::string &path);
+
+}  // namespace ferry

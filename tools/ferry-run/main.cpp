@@ -1,0 +1,347 @@
+// tools/ferry-run/main.cpp — ferry-run: build a .fy model (or load a saved executable), run it
+// on inputs from .npy files or random ones, print a summary of each output and the run times,
+// and write the outputs as .npy files on request.
+//
+// The steps, in order; each failure exits with the status --help states:
+//   1. flags       every option checked, one line naming the flag (2)
+//   2. model       an artifact by its magic, else .fy text: parsed and built (2 unreadable,
+//                  1 rejected by the compiler, diagnostics rendered as ferry-compile does)
+//   3. inputs      --input files by name, random ones for the rest (2)
+//   4. runs        --warmup untimed, then --iterations timed runs on one Session (1; the
+//                  Session's input check is a usage error, 2)
+//   5. report      outputs, timings, the slowest steps on stdout; outputs to --output-dir
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ir/parser.h"
+#include "runtime/executable.h"
+#include "runtime/session.h"
+#include "tools/common/compile_flags.h"
+#include "tools/ferry-run/report.h"
+
+namespace ferry {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Exit codes, as --help states them.
+constexpr int kOk = 0;
+constexpr int kFailed = 1;
+constexpr int kUsage = 2;
+
+// The first bytes of a saved executable (docs/artifact.md).
+constexpr std::string_view kArtifactMagic = "FERRYEXE";
+
+// The command line as written; checked by checkFlags().
+struct Options {
+  std::string model;
+  CompileFlags compile;
+  std::string compileFlagGiven;  // the first compile flag on the command line, or ""
+  std::vector<std::string> inputs;
+  std::string randomSeed;  // "" when --random-inputs is not given
+  std::string outputDir;
+  std::string iterations = "10";
+  std::string warmup = "1";
+  bool outputsOnDevice = false;
+  bool check = false;
+};
+
+// The options once checked.
+struct Plan {
+  CompileOptions compile;
+  std::vector<std::pair<std::string, std::string>> inputs;  // name, file
+  std::optional<int64_t> randomSeed;
+  int64_t iterations = 0;
+  int64_t warmup = 0;
+};
+
+int usageFailure(const std::string &message) {
+  std::cerr << "ferry-run: error: " << message << "\n";
+  return kUsage;
+}
+
+void printDiagnostics(std::span<const Diagnostic> ds) {
+  if (!ds.empty()) std::cerr << renderText(ds, RenderOptions{.snippet = true});
+}
+
+Status checkFlags(const Options &o, Plan &p) {
+  FERRY_TRY(toCompileOptions(o.compile, p.compile));
+  for (const std::string &spec : o.inputs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos)
+      return flagError("--input", "expected NAME=FILE.npy, got '" + spec + "'");
+    std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
+    if (name.empty()) return flagError("--input", "no input name before '=' in '" + spec + "'");
+    if (file.empty()) return flagError("--input " + name, "no file after '='");
+    for (const auto &[seen, _] : p.inputs)
+      if (seen == name) return flagError("--input", "input '" + name + "' is given twice");
+    p.inputs.emplace_back(std::move(name), std::move(file));
+  }
+  std::optional<int64_t> n;
+  FERRY_TRY(integerFlag(o.randomSeed, "--random-inputs", 0, p.randomSeed));
+  FERRY_TRY(integerFlag(o.iterations, "--iterations", 1, n));
+  p.iterations = n.value_or(10);
+  n.reset();
+  FERRY_TRY(integerFlag(o.warmup, "--warmup", 0, n));
+  p.warmup = n.value_or(1);
+  std::error_code ec;
+  if (!o.outputDir.empty() && fs::exists(o.outputDir, ec) && !fs::is_directory(o.outputDir, ec))
+    return flagError("--output-dir", "'" + o.outputDir + "' exists and is not a folder");
+  return {};
+}
+
+// A saved executable starts with the magic (a truncated one with part of it); a .fy model is
+// text. Anything else goes to the loader too, whose error says what the file is not.
+bool isArtifact(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[512];
+  in.read(head, sizeof head);
+  const std::string_view bytes(head, static_cast<size_t>(in.gcount()));
+  if (bytes.empty()) return false;
+  if (kArtifactMagic.starts_with(bytes.substr(0, kArtifactMagic.size()))) return true;
+  return std::any_of(bytes.begin(), bytes.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return (u < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != '\v') || u == 0x7f;
+  });
+}
+
+// The executable of `o.model`, or the exit status of why there is none.
+std::variant<Executable, int> loadModel(const Options &o, const Plan &p) {
+  if (std::string why = unreadableReason(o.model); !why.empty())
+    return usageFailure("cannot read '" + o.model + "': " + why);
+  if (isArtifact(o.model)) {
+    if (!o.compileFlagGiven.empty())
+      return usageFailure(o.compileFlagGiven + ": applies to .fy models; '" + o.model +
+                          "' is already compiled");
+    Expected<Executable> exe = Executable::load(o.model);
+    if (!exe) return usageFailure(oneLine(exe.status()));
+    return std::move(exe).value();
+  }
+  Expected<Graph> graph = parseFile(o.model);
+  if (!graph) {
+    const std::vector<Diagnostic> &ds = graph.status().diagnostics();
+    printDiagnostics(ds);
+    // A file that vanished or failed between the check above and the parse is no model error.
+    bool io = std::all_of(ds.begin(), ds.end(), [](const Diagnostic &d) { return d.code == "io"; });
+    return io ? kUsage : kFailed;
+  }
+  std::vector<Diagnostic> warnings;
+  Expected<Executable> exe = build(std::move(graph).value(), p.compile, &warnings);
+  printDiagnostics(warnings);
+  if (!exe) {
+    printDiagnostics(exe.status().diagnostics());
+    return kFailed;
+  }
+  return std::move(exe).value();
+}
+
+// "x: f32[32,784] @cpu, mask: bool[32] @cpu"
+std::string inputList(const Executable &exe) {
+  std::string s;
+  for (int32_t id : exe.inputs) {
+    const Slot &slot = exe.slots[static_cast<size_t>(id)];
+    s += (s.empty() ? "" : ", ") + slot.name + ": " + slot.type.str() + " @" + slot.device.str();
+  }
+  return s.empty() ? "none" : s;
+}
+
+// Every input of the model, from its file or made up; each source is printed. Inputs are read
+// onto the host; the Session moves them to their declared devices (counted as input moves).
+std::variant<std::vector<NamedTensor>, int> gatherInputs(const Executable &exe, const Plan &p) {
+  std::map<std::string, std::string> files(p.inputs.begin(), p.inputs.end());
+  for (const auto &[name, file] : p.inputs)
+    if (exe.findInput(name) < 0)
+      return usageFailure("--input " + name + ": the model has no input '" + name +
+                          "'; its inputs: " + inputList(exe));
+  std::vector<NamedTensor> inputs;
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < exe.inputs.size(); ++i) {
+    const Slot &slot = exe.slots[static_cast<size_t>(exe.inputs[i])];
+    std::string source;
+    if (auto it = files.find(slot.name); it != files.end()) {
+      const std::string &file = it->second;
+      if (std::string why = unreadableReason(file); !why.empty())
+        return usageFailure("--input " + slot.name + ": cannot read '" + file + "': " + why);
+      Expected<Tensor> t = Tensor::fromNpy(file);
+      if (!t) return usageFailure("--input " + slot.name + ": " + oneLine(t.status()));
+      inputs.push_back({slot.name, std::move(t).value()});
+      source = "from " + file;
+    } else if (p.randomSeed) {
+      // Each input its own seed, so that two inputs of one type differ.
+      const uint64_t seed = static_cast<uint64_t>(*p.randomSeed) + i;
+      if (isFloating(slot.type.dtype)) {
+        inputs.push_back({slot.name, TensorData::randn(slot.type.dtype, slot.type.shape, seed)});
+        source = "random, randn(seed=" + std::to_string(seed) + ")";
+      } else {
+        inputs.push_back({slot.name, Tensor::zeros(slot.type.dtype, slot.type.shape)});
+        source = "random, zeros (not a floating-point input)";
+      }
+    } else {
+      missing.push_back("'" + slot.name + "'");
+      continue;
+    }
+    std::cout << "input  " << summarizeTensor(slot.name, inputs.back().tensor) << "  (" << source
+              << ")\n";
+  }
+  if (!missing.empty()) {
+    std::string names;
+    for (const std::string &m : missing) names += (names.empty() ? "" : ", ") + m;
+    return usageFailure(
+        (missing.size() == 1 ? "input " : "inputs ") + names + " not given" +
+        " (use --input NAME=FILE.npy or --random-inputs); the model's inputs: " + inputList(exe));
+  }
+  return inputs;
+}
+
+// A file name for output `name`: characters other than letters, digits, '_', '-' and '.' (a '/'
+// of an imported name, say) become '_', as does a leading '.'; a name taken by an earlier output
+// gets a suffix.
+std::string outputFileName(const std::string &name, std::vector<std::string> &taken) {
+  std::string base = name.empty() ? "_" : name;
+  for (char &c : base)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+  if (base[0] == '.') base[0] = '_';
+  std::string file = base;
+  for (int k = 2; std::find(taken.begin(), taken.end(), file) != taken.end(); ++k)
+    file = base + "_" + std::to_string(k);
+  taken.push_back(file);
+  return file + ".npy";
+}
+
+int writeOutputs(const std::vector<NamedTensor> &outputs, const std::string &dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return usageFailure("--output-dir: cannot create '" + dir + "': " + ec.message());
+  std::vector<std::string> taken;
+  for (const NamedTensor &o : outputs) {
+    const std::string path = (fs::path(dir) / outputFileName(o.name, taken)).string();
+    if (Status s = o.tensor.writeNpy(path); !s.ok())
+      return usageFailure("--output-dir: " + oneLine(s));
+    std::cout << "wrote " << path << "\n";
+  }
+  return kOk;
+}
+
+// CLI11 names a flag with a default value "--random-inputs{0}" in --help; its type name says it.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option *opt, bool positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, positional);
+    return name.substr(0, name.find('{'));
+  }
+};
+
+std::string deviceList(const Executable &exe) {
+  std::string s;
+  for (Device d : exe.devices) s += (s.empty() ? "" : ",") + d.str();
+  return s;
+}
+
+int run(const Options &o) {
+  Plan p;
+  if (Status s = checkFlags(o, p); !s.ok()) return usageFailure(oneLine(s));
+  std::variant<Executable, int> loaded = loadModel(o, p);
+  if (const int *status = std::get_if<int>(&loaded)) return *status;
+  Executable &exe = std::get<Executable>(loaded);
+  std::cout << "model " << exe.name << " (" << o.model << "): devices " << deviceList(exe)
+            << ", placement " << placementPolicyName(exe.placement) << ", " << exe.steps.size()
+            << " steps\n";
+
+  Session::Options sessionOptions;
+  sessionOptions.moveInputs = true;
+  if (o.check) sessionOptions.checkPlan = true;
+  Expected<Session> session = Session::create(std::move(exe), sessionOptions);
+  if (!session) {
+    printDiagnostics(session.status().diagnostics());
+    return kFailed;
+  }
+  std::variant<std::vector<NamedTensor>, int> inputs = gatherInputs(session->executable(), p);
+  if (const int *status = std::get_if<int>(&inputs)) return *status;
+  const std::vector<NamedTensor> &given = std::get<std::vector<NamedTensor>>(inputs);
+
+  const Session::RunOptions runOptions{.outputsOnDevice = o.outputsOnDevice};
+  std::vector<TimedRun> timed;
+  std::vector<NamedTensor> outputs;
+  for (int64_t i = 0; i < p.warmup + p.iterations; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    Expected<RunResult> r = session->run(given, runOptions);
+    const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
+    if (!r) {
+      const std::vector<Diagnostic> &ds = r.status().diagnostics();
+      // An input of the wrong dtype or shape is the command line's fault, not the model's.
+      if (std::all_of(ds.begin(), ds.end(), [](const Diagnostic &d) { return d.code == "input"; }))
+        return usageFailure("--input: " + oneLine(r.status()));
+      printDiagnostics(ds);
+      return kFailed;
+    }
+    if (i < p.warmup) continue;
+    timed.push_back({wall.count(), std::move(r->stats)});
+    outputs = std::move(r->outputs);
+  }
+
+  for (const NamedTensor &out : outputs)
+    std::cout << "output " << summarizeTensor(out.name, out.tensor) << "\n";
+  std::cout << renderTimings(*session, timed, static_cast<int>(p.warmup));
+  std::cout << std::flush;
+  if (!o.outputDir.empty()) return writeOutputs(outputs, o.outputDir);
+  return kOk;
+}
+
+}  // namespace
+
+}  // namespace ferry
+
+int main(int argc, char **argv) {
+  ferry::Options o;
+  CLI::App app{"Runs a .fy model or saved executable on .npy or random inputs; prints the outputs "
+               "and run times.",
+               "ferry-run"};
+  app.formatter(std::make_shared<ferry::HelpFormatter>());
+  app.add_option("model", o.model, "A .fy model, or an executable saved by ferry (.ferry)")
+      ->required()
+      ->type_name("MODEL");
+  app.add_option("--input", o.inputs, "Input NAME from a .npy file (repeat for each input)")
+      ->type_name("NAME=FILE.npy")
+      ->allow_extra_args(false);
+  app.add_flag("--random-inputs{0}", o.randomSeed,
+               "Inputs not given: randn(seed=SEED+i) for the i-th, zeros if not float")
+      ->type_name("[=SEED]");
+  app.add_option("--output-dir", o.outputDir,
+                 "Write outputs to DIR/NAME.npy ('/' and such in NAME become '_')")
+      ->type_name("DIR");
+  app.add_option("--iterations", o.iterations, "Timed runs (at least 1)")
+      ->type_name("N")
+      ->capture_default_str();
+  app.add_option("--warmup", o.warmup, "Untimed runs first")->type_name("N")->capture_default_str();
+  app.add_flag("--outputs-on-device", o.outputsOnDevice,
+               "Return outputs on the device that computed them, not the host");
+  app.add_flag("--check", o.check, "Check every run's copies and kernel operands against the plan");
+  ferry::addPolicyFlags(app, o.compile);
+  ferry::addBudgetFlags(app, o.compile);
+  app.footer("Compile flags (--devices to --max-casts) apply to .fy models only. Inputs are read\n"
+             "onto the host and moved to their declared devices.\n"
+             "Exit status: 0 ran, 1 the model was rejected or a run failed (diagnostics on\n"
+             "stderr), 2 usage error, unreadable model or input, or an input of the wrong name,\n"
+             "dtype or shape.\n");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::cerr << "ferry-run: error: " << e.what() << " (see --help)\n";
+    return ferry::kUsage;
+  }
+  o.compileFlagGiven = ferry::firstCompileFlagGiven(app);
+  return ferry::run(o);
+}

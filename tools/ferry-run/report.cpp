@@ -1,0 +1,135 @@
+// tools/ferry-run/report.cpp — summary lines for tensors and the timing block of ferry-run.
+#include "tools/ferry-run/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+namespace ferry {
+
+namespace {
+
+constexpr int64_t kFirstValues = 5;
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.5g", v);
+  return buf;
+}
+
+std::string millis(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", seconds * 1e3);
+  return buf;
+}
+
+// "815144 bytes (796.0 KiB)"; the exact count first, so that scripts can read it.
+std::string bytes(int64_t n) {
+  std::string s = std::to_string(n) + " bytes";
+  const char *units[] = {"KiB", "MiB", "GiB"};
+  double v = static_cast<double>(n);
+  int unit = -1;
+  while (v >= 1024 && unit < 2) v /= 1024, ++unit;
+  if (unit < 0) return s;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, " (%.1f %s)", v, units[unit]);
+  return s + buf;
+}
+
+// `s` padded with spaces to `width`, on the left when `right` (numbers) or on the right.
+std::string padded(std::string s, size_t width, bool right) {
+  if (s.size() >= width) return s;
+  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// "examples/mlp.fy:9", or "<unknown>".
+std::string fileLine(const Location &loc) {
+  if (!loc.known()) return "<unknown>";
+  return (loc.file.empty() ? std::string("<unknown>") : loc.file.str()) + ":" +
+         std::to_string(loc.line);
+}
+
+}  // namespace
+
+std::string summarizeTensor(const std::string &name, const Tensor &t) {
+  std::string line = name + ": " + t.str();
+  const TensorData &d = t.data();
+  if (d.numel() == 0) return line + "  (empty)";
+  const bool exact = !isFloating(d.dtype());  // bool and integers print without rounding
+  auto value = [&](int64_t i) { return exact ? std::to_string(d.atInt(i)) : number(d.at(i)); };
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  int64_t nans = 0;
+  for (int64_t i = 0; i < d.numel(); ++i) {
+    const double v = d.at(i);
+    if (std::isnan(v)) {
+      ++nans;
+      continue;
+    }
+    lo = std::min(lo, v), hi = std::max(hi, v), sum += v;
+  }
+  if (nans < d.numel())
+    line += "  min " + number(lo) + "  max " + number(hi) + "  mean " +
+            number(sum / static_cast<double>(d.numel() - nans));
+  if (nans > 0) line += "  nan " + std::to_string(nans);
+  line += "  [";
+  for (int64_t i = 0; i < std::min(d.numel(), kFirstValues); ++i)
+    line += (i > 0 ? ", " : "") + value(i);
+  return line + (d.numel() > kFirstValues ? ", ...]" : "]");
+}
+
+std::string renderTimings(const Session &session, std::span<const TimedRun> runs, int warmup,
+                          size_t slowest) {
+  const Executable &exe = session.executable();
+  std::vector<double> wall;
+  for (const TimedRun &r : runs) wall.push_back(r.seconds);
+  const std::string count = std::to_string(runs.size()) + (runs.size() == 1 ? " run" : " runs");
+  std::string out = "time per run: median " + millis(median(wall)) + ", min " +
+                    millis(*std::min_element(wall.begin(), wall.end())) + " (" + count + " after " +
+                    std::to_string(warmup) + " warmup)\n";
+  const RunStats &last = runs.back().stats;
+  out += "last run: " + std::to_string(last.transfers) + " transfers, " +
+         bytes(last.transferBytes) + "; " + std::to_string(last.inputMoves) + " input moves, " +
+         bytes(last.inputMoveBytes) + "\n";
+  out += "memory: weights " + bytes(static_cast<int64_t>(session.weightBytes())) + ", workspace " +
+         bytes(static_cast<int64_t>(session.workspaceBytes())) + "\n";
+
+  // Each step's median over the runs; the slowest first, ties in step order.
+  std::vector<double> stepMedian(exe.steps.size());
+  for (size_t i = 0; i < exe.steps.size(); ++i) {
+    std::vector<double> times;
+    for (const TimedRun &r : runs) times.push_back(r.stats.stepSeconds[i]);
+    stepMedian[i] = median(std::move(times));
+  }
+  std::vector<size_t> order(exe.steps.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return stepMedian[a] > stepMedian[b]; });
+  order.resize(std::min(order.size(), slowest));
+  if (order.empty()) return out;
+  out += "slowest steps (median of " + count + "):\n";
+  auto result = [&](size_t i) {
+    return "%" + exe.slots[static_cast<size_t>(exe.steps[i].result)].name;
+  };
+  size_t opWidth = 0, resultWidth = 0;
+  for (size_t i : order) {
+    opWidth = std::max(opWidth, opInfo(exe.steps[i].op).name.size());
+    resultWidth = std::max(resultWidth, result(i).size());
+  }
+  for (size_t i : order) {
+    const Step &s = exe.steps[i];
+    out += "  " + padded(millis(stepMedian[i]), 10, true) + "  " +
+           padded(std::string(opInfo(s.op).name), opWidth, false) + "  " +
+           padded(result(i), resultWidth, false) + "  " + fileLine(s.loc) +
+           (s.inserted ? " (inserted)" : "") + "\n";
+  }
+  return out;
+}
+
+}  // namespace ferry

@@ -20,6 +20,7 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/math_impl.h"
 #include "backends/cpu/parallel.h"
 
 namespace ferry::cpu {
@@ -169,7 +170,7 @@ template <class C> void unaryFloat(OpKind k, bool tanhGelu, C *x, int64_t n) {
   switch (k) {
     case OpKind::Neg: a = -a; return;
     case OpKind::Abs: a = a.abs(); return;
-    case OpKind::Exp: a = a.exp(); return;
+    case OpKind::Exp: a = exactExp(a); return;
     case OpKind::Log: a = a.log(); return;
     case OpKind::Sqrt: a = a.sqrt(); return;
     case OpKind::Rsqrt: a = a.rsqrt(); return;

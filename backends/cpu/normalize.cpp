@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/math_impl.h"
 #include "backends/cpu/parallel.h"
 
 namespace ferry::cpu {
@@ -277,10 +278,10 @@ template <class C> void softmaxRows(const KernelCall &call, int64_t rows, int64_
         ConstMap<C> v(loadAs(x, base + b, n, in), n);
         if (inPlace && !log) {  // exp once, into the result, scaled below
           ArrayMap<C> y(outAs(r, base + b, out), n);
-          y = (v - max).exp();
+          y = exactExp(v - max);
           sum += static_cast<double>(y.sum());
         } else {
-          sum += static_cast<double>((v - max).exp().sum());
+          sum += static_cast<double>(exactExp(v - max).sum());
         }
       }
       const C scale = static_cast<C>(1 / sum), logSum = static_cast<C>(std::log(sum));
@@ -296,7 +297,7 @@ template <class C> void softmaxRows(const KernelCall &call, int64_t rows, int64_
         if (log)
           a = v - max - logSum;
         else
-          a = (v - max).exp() * scale;
+          a = exactExp(v - max) * scale;
         storeAs(r, base + b, n, y);
       }
     }
@@ -332,10 +333,10 @@ void softmaxColumns(const KernelCall &call, int64_t outer, int64_t dim, int64_t 
                     ConstMap<C> v(loadAs(x, at(d), n, in), n);
                     if (inPlace && !log) {  // exp once, into the result, scaled below
                       ArrayMap<C> y(outAs(r, at(d), out), n);
-                      y = (v - mx).exp();
+                      y = exactExp(v - mx);
                       sm += y;
                     } else {
-                      sm += (v - mx).exp();
+                      sm += exactExp(v - mx);
                     }
                   }
                   if (log)
@@ -352,7 +353,7 @@ void softmaxColumns(const KernelCall &call, int64_t outer, int64_t dim, int64_t 
                     if (log)
                       ArrayMap<C>(y, n) = v - mx - sm;
                     else
-                      ArrayMap<C>(y, n) = (v - mx).exp() * sm;
+                      ArrayMap<C>(y, n) = exactExp(v - mx) * sm;
                     storeAs(r, at(d), n, y);
                   }
                 }

@@ -265,3 +265,41 @@ TEST(CpuBackend, WhereCastAndCopiesMatchTheReferenceForEveryDType) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry {
+namespace {
+
+using namespace cputest;
+
+// Eigen's vectorised exp clamps its argument; the kernels must still underflow as exp does:
+// subnormals where they exist, then exactly 0 (softmax of far-apart logits gives 0, not 2.9e-39).
+TEST(CpuBackend, ExpAndSoftmaxUnderflowToSubnormalsAndZeroLikeTheReference) {
+  CpuBackend b(checked(1));
+  for (DType t : {DType::F32, DType::F64}) {
+    const std::vector<double> xs = {-1000, -760, -745, -720, -700, -104, -103, -100, -95, -90,
+                                    -88.8, -88.5, -80, -1, 0, 1};
+    const TensorData x = TensorData::fromDoubles(t, {static_cast<int64_t>(xs.size())}, xs);
+    const OpInfo &exp = opInfo(OpKind::Exp);
+    Expected<TensorData> got = runOnCpu(b, exp, {x}, reftest::completeAttrs(exp, {}), x.type());
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double want = t == DType::F32 ? static_cast<double>(std::exp(static_cast<float>(xs[i])))
+                                          : std::exp(xs[i]);
+      EXPECT_NEAR(got->at(static_cast<int64_t>(i)), want, want * 1e-5)
+          << dtypeName(t) << " exp(" << xs[i] << ")";
+      if (want == 0) {
+        EXPECT_EQ(got->at(static_cast<int64_t>(i)), 0.0) << xs[i];
+      }
+    }
+    const OpInfo &softmax = opInfo(OpKind::Softmax);
+    const TensorData logits = TensorData::fromDoubles(t, {1, 3}, std::vector<double>{0, -900, -2000});
+    Expected<TensorData> p = runOnCpu(b, softmax, {logits}, reftest::completeAttrs(softmax, {}), logits.type());
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    EXPECT_EQ(p->at(0), 1.0);
+    EXPECT_EQ(p->at(1), 0.0) << dtypeName(t);
+    EXPECT_EQ(p->at(2), 0.0) << dtypeName(t);
+  }
+}
+
+}  // namespace
+}  // namespace ferry

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "backends/reference/interpreter.h"
@@ -284,6 +286,65 @@ TEST(Lower, ConstantsBecomeWeightsAndActivationsShareTheWorkspace) {
   for (int64_t i = 0; i < 256; ++i)
     EXPECT_NEAR(r->outputs[0].tensor.data().at(i), std::exp(2 * x.at(i)),
                 1e-5 * std::exp(2 * x.at(i)));
+}
+
+}  // namespace
+}  // namespace ferry
+
+namespace ferry {
+namespace {
+
+std::string readText(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The shipped MLP and CNN: compiled, run, saved, loaded into a fresh Session and run again give
+// the same bytes.
+TEST(Session, SavedAndLoadedExamplesGiveIdenticalOutputs) {
+  for (const char *name : {"mlp", "cnn"}) {
+    const std::string path = std::string(FERRY_SOURCE_DIR) + "/examples/" + name + ".fy";
+    Expected<Graph> g = parseGraph(readText(path), path);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    std::map<std::string, TensorData> inputs;
+    std::vector<NamedTensor> given;
+    for (const InputDecl &in : g->inputs()) {
+      const Value &v = g->value(in.value);
+      given.push_back({v.name, TensorData::randn(v.type.dtype, v.type.shape, 11)});
+      inputs.emplace(v.name, given.back().tensor.data());
+    }
+    auto want = reference::run(*g, inputs);
+    ASSERT_TRUE(want.ok()) << want.status().message();
+    Expected<Executable> exe = build(std::move(*g), on({Device::cpu()}));
+    ASSERT_TRUE(exe.ok()) << exe.status().message();
+    const std::string file = ::testing::TempDir() + name + ".ferry";
+    ASSERT_TRUE(exe->save(file).ok());
+
+    Expected<Session> first = Session::create(std::move(*exe), checked());
+    ASSERT_TRUE(first.ok()) << first.status().message();
+    Expected<RunResult> a = first->run(given);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+
+    Expected<Executable> loaded = Executable::load(file);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    Expected<Session> fresh = Session::create(std::move(*loaded), checked());
+    ASSERT_TRUE(fresh.ok()) << fresh.status().message();
+    Expected<RunResult> b = fresh->run(given);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+
+    ASSERT_EQ(a->outputs.size(), b->outputs.size());
+    for (size_t i = 0; i < a->outputs.size(); ++i) {
+      EXPECT_EQ(a->outputs[i].name, b->outputs[i].name);
+      EXPECT_TRUE(a->outputs[i].tensor.data() == b->outputs[i].tensor.data()) << name;
+      // And the run is right, not only repeatable.
+      const TensorData &got = b->outputs[i].tensor.data(), &ref = (*want)[i];
+      ASSERT_EQ(got.type(), ref.type());
+      for (int64_t e = 0; e < got.numel(); ++e)
+        EXPECT_NEAR(got.at(e), ref.at(e), 1e-4 * (1 + std::fabs(ref.at(e)))) << name << " " << e;
+    }
+  }
 }
 
 }  // namespace

@@ -198,8 +198,22 @@ Status Executable::validate() const {
   const auto nslots = slots.size();
   auto inRange = [&](int32_t s) { return s >= 0 && static_cast<size_t>(s) < nslots; };
   std::vector<bool> written(nslots, false);
+  for (size_t i = 0; i < devices.size(); ++i)
+    if (i > 0 && !(devices[i - 1] < devices[i]))
+      return makeError("artifact",
+                       "the device list is not sorted and unique at " + devices[i].str());
+  for (size_t i = 0; i < workspaces.size(); ++i) {
+    if (std::find(devices.begin(), devices.end(), workspaces[i].device) == devices.end())
+      return makeError("artifact", "a workspace is on " + workspaces[i].device.str() +
+                                       ", not among the devices");
+    for (size_t j = 0; j < i; ++j)
+      if (workspaces[j].device == workspaces[i].device)
+        return makeError("artifact", "two workspaces on " + workspaces[i].device.str());
+  }
   for (size_t s = 0; s < nslots; ++s) {
     const Slot &slot = slots[s];
+    if (slot.kind != SlotKind::Weight && slot.weight != -1)
+      return slotError(*this, s, "is not a weight but names weight " + std::to_string(slot.weight));
     if (std::find(devices.begin(), devices.end(), slot.device) == devices.end())
       return slotError(*this, s, "is on " + slot.device.str() + ", not among the devices");
     if (slot.kind == SlotKind::Weight) {
@@ -226,6 +240,8 @@ Status Executable::validate() const {
   for (int32_t s : inputs) {
     if (!inRange(s) || slots[static_cast<size_t>(s)].kind != SlotKind::Input)
       return makeError("artifact", "input " + std::to_string(s) + " is not an input slot");
+    if (written[static_cast<size_t>(s)])
+      return makeError("artifact", "input slot " + std::to_string(s) + " is listed twice");
     written[static_cast<size_t>(s)] = true;
   }
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -269,6 +285,19 @@ Status Executable::validate() const {
   for (int32_t s : outputs)
     if (!inRange(s) || !written[static_cast<size_t>(s)])
       return makeError("artifact", "output slot " + std::to_string(s) + " is never written");
+  // The plan's counts are what Session checks its copies against: they must be the steps'.
+  int transfers = 0;
+  int64_t transferBytes = 0;
+  for (const Step &st : steps)
+    if (st.op == OpKind::Transfer) {
+      ++transfers;
+      transferBytes += static_cast<int64_t>(slots[static_cast<size_t>(st.result)].type.byteSize());
+    }
+  if (transfers != planTransfers || transferBytes != planTransferBytes)
+    return makeError("artifact", "the plan counts " + std::to_string(planTransfers) +
+                                     " transfers of " + std::to_string(planTransferBytes) +
+                                     " bytes, the steps make " + std::to_string(transfers) +
+                                     " of " + std::to_string(transferBytes));
   return Status();
 }
 

@@ -349,3 +349,44 @@ TEST(Session, SavedAndLoadedExamplesGiveIdenticalOutputs) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry {
+namespace {
+
+// What a Session trusts an executable for is checked by validate() (and so by load()).
+TEST(Lower, ValidateRejectsInconsistentPlans) {
+  CompileOptions o;
+  o.devices = {Device::cpu(), Device::cpu(1)};
+  o.placement = PlacementPolicy::Auto;
+  Expected<Graph> g = parseGraph(kTwoDevices, "model.fy");
+  ASSERT_TRUE(g.ok());
+  Expected<Executable> exe = build(std::move(*g), o);
+  ASSERT_TRUE(exe.ok()) << exe.status().message();
+  ASSERT_TRUE(exe->validate().ok());
+  auto expectError = [](const Executable &e, const std::string &want) {
+    Status s = e.validate();
+    ASSERT_FALSE(s.ok()) << want;
+    EXPECT_NE(s.message().find(want), std::string::npos) << s.message();
+  };
+  Executable e = *exe;
+  e.planTransfers += 1;
+  expectError(e, "the plan counts");
+  e = *exe;
+  e.inputs.push_back(e.inputs[0]);
+  expectError(e, "is listed twice");
+  e = *exe;
+  e.slots[static_cast<size_t>(e.steps[0].result)].weight = 0;
+  expectError(e, "is not a weight but names weight 0");
+  e = *exe;
+  std::swap(e.devices[0], e.devices[1]);
+  expectError(e, "not sorted and unique");
+  e = *exe;
+  e.workspaces.push_back(e.workspaces[0]);
+  expectError(e, "two workspaces on");
+  e = *exe;
+  e.workspaces[0].bytes = 0;
+  expectError(e, "outside its device's workspace");
+}
+
+}  // namespace
+}  // namespace ferry

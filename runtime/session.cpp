@@ -34,6 +34,7 @@ struct Session::State {
   bool moveInputs = false;
   std::unique_ptr<CpuBackend> cpu;
   std::vector<std::byte *> weights;      // per weight, on its slot's device
+  std::vector<Device> weightDevices;     // that device, for the release
   std::vector<int32_t> workspaceOfSlot;  // index into exe.workspaces, -1 for weights
   size_t weightBytes = 0, workspaceBytes = 0;
 
@@ -48,18 +49,10 @@ struct Session::State {
   ~State() {
     if (!cpu) return;
     for (size_t w = 0; w < weights.size(); ++w)
-      if (weights[w]) cpu->release(exe.slots[slotOfWeight(w)].device, weights[w]);
+      if (weights[w]) cpu->release(weightDevices[w], weights[w]);
     for (const auto &ws : all)
       for (size_t i = 0; i < ws->base.size(); ++i)
         cpu->release(exe.workspaces[i].device, ws->base[i]);
-  }
-
-  size_t slotOfWeight(size_t w) const {
-    for (size_t s = 0; s < exe.slots.size(); ++s)
-      if (exe.slots[s].kind == SlotKind::Weight && exe.slots[s].weight == static_cast<int32_t>(w))
-        return s;
-    FERRY_CHECK(false) << "weight " << w << " has no slot";
-    return 0;
   }
 
   Expected<Workspace *> acquire() const {
@@ -146,6 +139,7 @@ Expected<Session> Session::create(Executable exe, Options options) {
   // Weights: uploaded once, like model.to(device).
   st->exe = std::move(exe);
   st->weights.assign(st->exe.weights.size(), nullptr);
+  st->weightDevices.assign(st->exe.weights.size(), Device::cpu());
   for (const Slot &s : st->exe.slots) {
     if (s.kind != SlotKind::Weight) continue;
     const TensorData &data = st->exe.weights[static_cast<size_t>(s.weight)];
@@ -154,6 +148,7 @@ Expected<Session> Session::create(Executable exe, Options options) {
     Expected<std::byte *> p = st->cpu->allocate(s.device, data.byteSize());
     if (!p) return p.status();
     dst = *p;
+    st->weightDevices[static_cast<size_t>(s.weight)] = s.device;
     if (data.byteSize() > 0) std::memcpy(dst, data.bytes().data(), data.byteSize());
     st->weightBytes += data.byteSize();
   }

@@ -1,11 +1,46 @@
-// backends/cpu/math_impl.h — internal: vectorised maths the CPU kernels share.
+// backends/cpu/math_impl.h — internal: what the float kernels share: the compute type of a
+// floating dtype, block conversions between a tensor and a buffer of that type, vectorised exp.
 #pragma once
 
 #include <Eigen/Core>
 #include <cmath>
 #include <type_traits>
 
+#include "backends/backend.h"
+#include "ir/tensor_data.h"
+
 namespace ferry::cpu {
+
+/// The dtype of a compute type: f64 for double, f32 for float.
+template <class C> constexpr DType kDType = std::is_same_v<C, double> ? DType::F64 : DType::F32;
+
+/// Calls f(C{}) with C the type a floating `dtype` computes in: double for f64, else float.
+template <class F> decltype(auto) withFloat(DType dtype, F &&f) {
+  return dtype == DType::F64 ? f(double{}) : f(float{});
+}
+
+/// `n` elements of `v` from element `at` as C: in place when `v` holds C, else converted into
+/// buf.
+template <class C> const C *loadAs(const TensorView &v, int64_t at, int64_t n, C *buf) {
+  if (v.type->dtype == kDType<C>) return reinterpret_cast<const C *>(v.data) + at;
+  convertElements(v.type->dtype, v.data + at * static_cast<int64_t>(dtypeSize(v.type->dtype)),
+                  kDType<C>, reinterpret_cast<std::byte *>(buf), static_cast<size_t>(n));
+  return buf;
+}
+
+/// Where `n` result elements from `at` are computed: the result itself when it holds C, else
+/// buf.
+template <class C> C *outAs(const TensorView &r, int64_t at, C *buf) {
+  return r.type->dtype == kDType<C> ? reinterpret_cast<C *>(r.data) + at : buf;
+}
+
+/// Stores what outAs handed out (nothing to do when that was the result itself).
+template <class C> void storeAs(const TensorView &r, int64_t at, int64_t n, const C *from) {
+  if (r.type->dtype == kDType<C>) return;
+  convertElements(kDType<C>, reinterpret_cast<const std::byte *>(from), r.type->dtype,
+                  r.data + at * static_cast<int64_t>(dtypeSize(r.type->dtype)),
+                  static_cast<size_t>(n));
+}
 
 /// exp of an Eigen float or double array expression, vectorised and correct down to 0. Eigen's
 /// exp clamps its argument (float below -88.7 gives 2.9e-39, double below -708.4 gives

@@ -40,16 +40,9 @@ namespace {
 constexpr int64_t kBlock = 1024;     // elements converted, or reduced into one float, at a time
 constexpr int64_t kGrain = 1 << 15;  // elements of work below which a chunk is not worth a thread
 
-template <class C> constexpr DType kDType = std::is_same_v<C, double> ? DType::F64 : DType::F32;
-
 template <class C> using Array = Eigen::Array<C, Eigen::Dynamic, 1>;
 template <class C> using ArrayMap = Eigen::Map<Array<C>>;
 template <class C> using ConstMap = Eigen::Map<const Array<C>>;
-
-// Calls f(C{}) with C the type a floating `dtype` computes in: double for f64, else float.
-template <class F> decltype(auto) withFloat(DType dtype, F &&f) {
-  return dtype == DType::F64 ? f(double{}) : f(float{});
-}
 
 // Calls f(S{}) with S the C++ type storing a bool or integer `dtype` (bool as uint8_t).
 template <class F> decltype(auto) withIntegral(DType dtype, F &&f) {
@@ -59,27 +52,6 @@ template <class F> decltype(auto) withIntegral(DType dtype, F &&f) {
     case DType::I64: return f(int64_t{});
     default: return f(uint8_t{});  // bool, u8
   }
-}
-
-// `n` elements of `v` from element `at` as C: in place when `v` holds C, else converted into buf.
-template <class C> const C *loadAs(const TensorView &v, int64_t at, int64_t n, C *buf) {
-  if (v.type->dtype == kDType<C>) return reinterpret_cast<const C *>(v.data) + at;
-  convertElements(v.type->dtype, v.data + at * static_cast<int64_t>(dtypeSize(v.type->dtype)),
-                  kDType<C>, reinterpret_cast<std::byte *>(buf), static_cast<size_t>(n));
-  return buf;
-}
-
-// Where `n` result elements from `at` are computed: the result itself when it holds C, else buf.
-template <class C> C *outAs(const TensorView &r, int64_t at, C *buf) {
-  return r.type->dtype == kDType<C> ? reinterpret_cast<C *>(r.data) + at : buf;
-}
-
-// Stores what outAs handed out (nothing to do when that was the result itself).
-template <class C> void storeAs(const TensorView &r, int64_t at, int64_t n, const C *from) {
-  if (r.type->dtype == kDType<C>) return;
-  convertElements(kDType<C>, reinterpret_cast<const std::byte *>(from), r.type->dtype,
-                  r.data + at * static_cast<int64_t>(dtypeSize(r.type->dtype)),
-                  static_cast<size_t>(n));
 }
 
 // Sum of `n` elements of `v` from `at`: blocks in C, vectorised, added up in double.

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/math_impl.h"
 #include "backends/cpu/parallel.h"
 
 namespace ferry::cpu {
@@ -29,37 +30,9 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 15;  // element operations below which a chunk is not worth a thread
 
-template <class C> constexpr DType kDType = std::is_same_v<C, double> ? DType::F64 : DType::F32;
-
 template <class C> using ArrayMap = Eigen::Map<Eigen::Array<C, Eigen::Dynamic, 1>>;
 template <class C>
 using StridedMap = Eigen::Map<const Eigen::Array<C, Eigen::Dynamic, 1>, 0, Eigen::InnerStride<>>;
-
-// Calls f(C{}) with C the type a floating `dtype` computes in: double for f64, else float.
-template <class F> decltype(auto) withFloat(DType dtype, F &&f) {
-  return dtype == DType::F64 ? f(double{}) : f(float{});
-}
-
-// `n` elements of `v` from element `at` as C: in place when `v` holds C, else converted into buf.
-template <class C> const C *loadAs(const TensorView &v, int64_t at, int64_t n, C *buf) {
-  if (v.type->dtype == kDType<C>) return reinterpret_cast<const C *>(v.data) + at;
-  convertElements(v.type->dtype, v.data + at * static_cast<int64_t>(dtypeSize(v.type->dtype)),
-                  kDType<C>, reinterpret_cast<std::byte *>(buf), static_cast<size_t>(n));
-  return buf;
-}
-
-// Where `n` result elements from `at` are computed: the result itself when it holds C, else buf.
-template <class C> C *outAs(const TensorView &r, int64_t at, C *buf) {
-  return r.type->dtype == kDType<C> ? reinterpret_cast<C *>(r.data) + at : buf;
-}
-
-// Stores what outAs handed out (nothing to do when that was the result itself).
-template <class C> void storeAs(const TensorView &r, int64_t at, int64_t n, const C *from) {
-  if (r.type->dtype == kDType<C>) return;
-  convertElements(kDType<C>, reinterpret_cast<const std::byte *>(from), r.type->dtype,
-                  r.data + at * static_cast<int64_t>(dtypeSize(r.type->dtype)),
-                  static_cast<size_t>(n));
-}
 
 int64_t floorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 int64_t ceilDiv(int64_t a, int64_t b) { return -floorDiv(-a, b); }

@@ -276,8 +276,8 @@ using namespace cputest;
 TEST(CpuBackend, ExpAndSoftmaxUnderflowToSubnormalsAndZeroLikeTheReference) {
   CpuBackend b(checked(1));
   for (DType t : {DType::F32, DType::F64}) {
-    const std::vector<double> xs = {-1000, -760, -745, -720, -700, -104, -103, -100, -95, -90,
-                                    -88.8, -88.5, -80, -1, 0, 1};
+    const std::vector<double> xs = {-1000, -760, -745,  -720,  -700, -104, -103, -100,
+                                    -95,   -90,  -88.8, -88.5, -80,  -1,   0,    1};
     const TensorData x = TensorData::fromDoubles(t, {static_cast<int64_t>(xs.size())}, xs);
     const OpInfo &exp = opInfo(OpKind::Exp);
     Expected<TensorData> got = runOnCpu(b, exp, {x}, reftest::completeAttrs(exp, {}), x.type());
@@ -292,8 +292,10 @@ TEST(CpuBackend, ExpAndSoftmaxUnderflowToSubnormalsAndZeroLikeTheReference) {
       }
     }
     const OpInfo &softmax = opInfo(OpKind::Softmax);
-    const TensorData logits = TensorData::fromDoubles(t, {1, 3}, std::vector<double>{0, -900, -2000});
-    Expected<TensorData> p = runOnCpu(b, softmax, {logits}, reftest::completeAttrs(softmax, {}), logits.type());
+    const TensorData logits =
+        TensorData::fromDoubles(t, {1, 3}, std::vector<double>{0, -900, -2000});
+    Expected<TensorData> p =
+        runOnCpu(b, softmax, {logits}, reftest::completeAttrs(softmax, {}), logits.type());
     ASSERT_TRUE(p.ok()) << p.status().message();
     EXPECT_EQ(p->at(0), 1.0);
     EXPECT_EQ(p->at(1), 0.0) << dtypeName(t);

@@ -59,16 +59,10 @@ Expected<TensorData> magnitudeOf(const OpInfo &info, const std::vector<TensorDat
                                             const TensorData *sharedMagnitude = nullptr) {
   const OpInfo &info = opInfo(kind);
   const Attrs attrs = completeAttrs(info, given);
-  std::vector<TensorType> types;
-  for (const TensorData &t : in) types.push_back(t.type());
-  InferResult inferred = inferType(info, types, attrs);
-  if (const auto *e = std::get_if<InferError>(&inferred))
-    return ::testing::AssertionFailure() << "inferType: " << e->message;
-  const TensorType result = std::get<TensorType>(inferred);
-  Expected<TensorData> want = reference::evalOp(info, in, attrs, result);
-  if (!want.ok()) return ::testing::AssertionFailure() << "reference: " << want.status().message();
-  Expected<TensorData> got = runOnCpu(b, info, in, attrs, result);
-  if (!got.ok()) return ::testing::AssertionFailure() << "cpu: " << got.status().message();
+  TensorData gotData, wantData;
+  if (::testing::AssertionResult r = runBoth(b, kind, in, given, gotData, wantData); !r) return r;
+  const TensorData *got = &gotData, *want = &wantData;
+  const TensorType &result = want->type();
   if (!isFloating(result.dtype)) return sameTensor(*got, *want, 0);
   if (got->type() != want->type())
     return ::testing::AssertionFailure()

@@ -25,26 +25,6 @@ constexpr DType kFloats[] = {DType::F16, DType::BF16, DType::F32, DType::F64};
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Runs `k` on the CPU and on the reference with inferType's result type: equal within the
-// result dtype's tolerance (bool and integers exactly).
-::testing::AssertionResult matchesReference(CpuBackend &b, OpKind k,
-                                            const std::vector<TensorData> &in,
-                                            const std::vector<NamedAttr> &given) {
-  const OpInfo &info = opInfo(k);
-  const Attrs attrs = completeAttrs(info, given);
-  std::vector<TensorType> types;
-  for (const TensorData &t : in) types.push_back(t.type());
-  InferResult inferred = inferType(info, types, attrs);
-  if (const auto *e = std::get_if<InferError>(&inferred))
-    return ::testing::AssertionFailure() << "inferType: " << e->message;
-  const TensorType result = std::get<TensorType>(inferred);
-  Expected<TensorData> want = reference::evalOp(info, in, attrs, result);
-  if (!want.ok()) return ::testing::AssertionFailure() << "reference: " << want.status().message();
-  Expected<TensorData> got = runOnCpu(b, info, in, attrs, result);
-  if (!got.ok()) return ::testing::AssertionFailure() << "cpu: " << got.status().message();
-  return sameTensor(*got, *want, tolerance(result.dtype));
-}
-
 std::string typeStr(DType t, const Shape &s) { return TensorType{t, s}.str(); }
 
 // The CPU result of `k` with inferType's result type.

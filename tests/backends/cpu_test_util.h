@@ -90,4 +90,36 @@ inline double tolerance(DType t) {
   }
 }
 
+/// Runs `k` on `in` (attributes `given`, completed) by the reference and on the CPU, both with
+/// inferType's result type, into `got` and `want`; a failure says which of the three failed.
+inline ::testing::AssertionResult runBoth(CpuBackend &b, OpKind k,
+                                          const std::vector<TensorData> &in,
+                                          const std::vector<NamedAttr> &given, TensorData &got,
+                                          TensorData &want) {
+  const OpInfo &info = opInfo(k);
+  const Attrs attrs = reftest::completeAttrs(info, given);
+  std::vector<TensorType> types;
+  for (const TensorData &t : in) types.push_back(t.type());
+  InferResult inferred = inferType(info, types, attrs);
+  if (const auto *e = std::get_if<InferError>(&inferred))
+    return ::testing::AssertionFailure() << "inferType: " << e->message;
+  const TensorType result = std::get<TensorType>(inferred);
+  Expected<TensorData> w = reference::evalOp(info, in, attrs, result);
+  if (!w.ok()) return ::testing::AssertionFailure() << "reference: " << w.status().message();
+  Expected<TensorData> g = runOnCpu(b, info, in, attrs, result);
+  if (!g.ok()) return ::testing::AssertionFailure() << "cpu: " << g.status().message();
+  got = std::move(*g);
+  want = std::move(*w);
+  return ::testing::AssertionSuccess();
+}
+
+/// runBoth, then equal within the result dtype's tolerance (bool and integers exactly).
+inline ::testing::AssertionResult matchesReference(CpuBackend &b, OpKind k,
+                                                   const std::vector<TensorData> &in,
+                                                   const std::vector<NamedAttr> &given) {
+  TensorData got, want;
+  if (::testing::AssertionResult r = runBoth(b, k, in, given, got, want); !r) return r;
+  return reftest::sameTensor(got, want, tolerance(want.dtype()));
+}
+
 }  // namespace ferry::cputest

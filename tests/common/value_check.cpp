@@ -10,6 +10,21 @@
 
 namespace ferry::testutil {
 
+const std::vector<OpKind> &wellConditionedOps() {
+  static const std::vector<OpKind> ops = {
+      OpKind::Neg,        OpKind::Abs,       OpKind::Tanh,      OpKind::Sigmoid,
+      OpKind::Relu,       OpKind::Gelu,      OpKind::Erf,       OpKind::Silu,
+      OpKind::Add,        OpKind::Sub,       OpKind::Mul,       OpKind::Maximum,
+      OpKind::Minimum,    OpKind::Where,     OpKind::Matmul,    OpKind::Linear,
+      OpKind::Conv2d,     OpKind::MaxPool2d, OpKind::AvgPool2d, OpKind::GlobalAvgPool,
+      OpKind::Sum,        OpKind::Mean,      OpKind::Max,       OpKind::Softmax,
+      OpKind::LogSoftmax, OpKind::Reshape,   OpKind::Transpose, OpKind::Concat,
+      OpKind::Slice,      OpKind::Gather,    OpKind::Unsqueeze, OpKind::Squeeze,
+      OpKind::Flatten,    OpKind::Expand,    OpKind::Transfer,  OpKind::Constant,
+      OpKind::Identity};
+  return ops;
+}
+
 std::map<std::string, TensorData> randomInputs(const Graph &g, uint64_t seed) {
   Rng rng(seed ^ 0x1f2e3d4c5b6a7988ull);
   std::map<std::string, TensorData> inputs;

@@ -11,6 +11,12 @@
 
 namespace ferry::testutil {
 
+/// Ops whose results move by at most a small multiple of their operands' rounding error, so
+/// that a tolerance derived from the narrowest dtype holds through a whole graph. Left out:
+/// comparisons and casts (a rounded operand can flip them), division, pow, exp, log, sqrt, rsqrt
+/// and the norms (they can amplify an error without bound near a pole or a zero variance).
+const std::vector<OpKind> &wellConditionedOps();
+
 /// Inputs for `g`: small values every dtype of their category holds exactly (multiples of 1/64
 /// in [-2, 2], integers in [-8, 8]), as the random graphs' params are.
 std::map<std::string, TensorData> randomInputs(const Graph &g, uint64_t seed);

@@ -43,21 +43,7 @@ constexpr int kShards = 4;
 // A shard stops after this many failing compiles (each prints its graph).
 constexpr int kMaxFailures = 5;
 
-// Ops whose results move by at most a small multiple of their operands' rounding error, so
-// that a tolerance derived from the narrowest dtype holds through a whole graph. Left out:
-// comparisons and casts (a rounded operand can flip them), division, pow, exp, log, sqrt, rsqrt
-// and the norms (they can amplify an error without bound near a pole or a zero variance).
-const std::vector<OpKind> kWellConditioned = {
-    OpKind::Neg,        OpKind::Abs,       OpKind::Tanh,      OpKind::Sigmoid,
-    OpKind::Relu,       OpKind::Gelu,      OpKind::Erf,       OpKind::Silu,
-    OpKind::Add,        OpKind::Sub,       OpKind::Mul,       OpKind::Maximum,
-    OpKind::Minimum,    OpKind::Where,     OpKind::Matmul,    OpKind::Linear,
-    OpKind::Conv2d,     OpKind::MaxPool2d, OpKind::AvgPool2d, OpKind::GlobalAvgPool,
-    OpKind::Sum,        OpKind::Mean,      OpKind::Max,       OpKind::Softmax,
-    OpKind::LogSoftmax, OpKind::Reshape,   OpKind::Transpose, OpKind::Concat,
-    OpKind::Slice,      OpKind::Gather,    OpKind::Unsqueeze, OpKind::Squeeze,
-    OpKind::Flatten,    OpKind::Expand,    OpKind::Transfer,  OpKind::Constant,
-    OpKind::Identity};
+const std::vector<OpKind> &kWellConditioned = testutil::wellConditionedOps();
 
 struct Policy {
   PlacementPolicy placement;

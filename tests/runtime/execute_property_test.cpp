@@ -27,17 +27,7 @@ constexpr int kGraphs = 2800;
 constexpr int kShards = 4;
 constexpr int kMaxFailures = 5;
 
-const std::vector<OpKind> kWellConditioned = {
-    OpKind::Neg,        OpKind::Abs,       OpKind::Tanh,      OpKind::Sigmoid,
-    OpKind::Relu,       OpKind::Gelu,      OpKind::Erf,       OpKind::Silu,
-    OpKind::Add,        OpKind::Sub,       OpKind::Mul,       OpKind::Maximum,
-    OpKind::Minimum,    OpKind::Where,     OpKind::Matmul,    OpKind::Linear,
-    OpKind::Conv2d,     OpKind::MaxPool2d, OpKind::AvgPool2d, OpKind::GlobalAvgPool,
-    OpKind::Sum,        OpKind::Mean,      OpKind::Max,       OpKind::Softmax,
-    OpKind::LogSoftmax, OpKind::Reshape,   OpKind::Transpose, OpKind::Concat,
-    OpKind::Slice,      OpKind::Gather,    OpKind::Unsqueeze, OpKind::Squeeze,
-    OpKind::Flatten,    OpKind::Expand,    OpKind::Transfer,  OpKind::Constant,
-    OpKind::Identity};
+const std::vector<OpKind> &kWellConditioned = testutil::wellConditionedOps();
 
 struct Policy {
   PlacementPolicy placement;

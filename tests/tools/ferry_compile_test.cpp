@@ -1,8 +1,6 @@
 // tests/tools/ferry_compile_test.cpp — runs the ferry-compile binary on good and bad models, with
 // every option: placement and dtype policies, budgets, --stop-after, --stats, bad values.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -10,10 +8,12 @@
 #include <sstream>
 #include <string>
 
+#include "tool_test_util.h"
+
 namespace ferry {
 namespace {
 
-namespace fs = std::filesystem;
+using namespace tooltest;
 
 constexpr const char *kMlp = R"(# a small perceptron
 graph mlp {
@@ -66,29 +66,6 @@ constexpr const char *kUnconstrained = R"(graph free {
 }
 )";
 
-struct Result {
-  int exit = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string readFile(const fs::path &p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-size_t count(const std::string &s, std::string_view part) {
-  size_t n = 0;
-  for (size_t i = s.find(part); i != std::string::npos; i = s.find(part, i + part.size())) ++n;
-  return n;
-}
-
-bool contains(const std::string &s, std::string_view part) {
-  return s.find(part) != std::string::npos;
-}
-
 // The lines of `s` that contain `part`.
 std::vector<std::string> linesWith(const std::string &s, std::string_view part) {
   std::vector<std::string> out;
@@ -116,47 +93,9 @@ std::string withoutTimings(const std::string &stats) {
   return out;
 }
 
-// Single quotes for the shell (paths of the temporary folder).
-std::string shellQuote(const std::string &s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-class FerryCompile : public ::testing::Test {
+class FerryCompile : public tooltest::ToolTest {
  protected:
-  void SetUp() override {
-    const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("ferry_compile_test." + std::to_string(::getpid()) + "." + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  std::string write(const std::string &name, const std::string &text) {
-    fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
-
-  // Runs ferry-compile with `args` (already shell-quoted where needed).
-  Result run(const std::string &args) {
-    std::string cmd = shellQuote(FERRY_COMPILE) + " " + args + " >" +
-                      shellQuote((dir_ / "stdout").string()) + " 2>" +
-                      shellQuote((dir_ / "stderr").string());
-    int status = std::system(cmd.c_str());
-    Result r;
-    r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = readFile(dir_ / "stdout");
-    r.err = readFile(dir_ / "stderr");
-    return r;
-  }
-
-  fs::path dir_;
+  Result run(const std::string &args) { return runTool(FERRY_COMPILE, args); }
 };
 
 TEST_F(FerryCompile, EmitsTextByDefault) {

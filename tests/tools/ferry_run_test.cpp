@@ -2,8 +2,6 @@
 // with .npy and random inputs, checks its outputs against the reference interpreter, and every
 // bad option, input and model against its exit status and one-line reason.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -17,11 +15,12 @@
 #include "ir/npy.h"
 #include "ir/parser.h"
 #include "runtime/executable.h"
+#include "tool_test_util.h"
 
 namespace ferry {
 namespace {
 
-namespace fs = std::filesystem;
+using namespace tooltest;
 
 // Elementwise ops only, two inputs (one an integer), two outputs.
 constexpr const char *kElementwise = R"(graph ew {
@@ -55,29 +54,6 @@ constexpr const char *kInputOnCpu1 = R"(graph moved {
 }
 )";
 
-struct Result {
-  int exit = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string readFile(const fs::path &p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-size_t count(const std::string &s, std::string_view part) {
-  size_t n = 0;
-  for (size_t i = s.find(part); i != std::string::npos; i = s.find(part, i + part.size())) ++n;
-  return n;
-}
-
-bool contains(const std::string &s, std::string_view part) {
-  return s.find(part) != std::string::npos;
-}
-
 // The lines of `s` that start with `prefix`.
 std::vector<std::string> linesStarting(const std::string &s, std::string_view prefix) {
   std::vector<std::string> out;
@@ -87,50 +63,15 @@ std::vector<std::string> linesStarting(const std::string &s, std::string_view pr
   return out;
 }
 
-std::string shellQuote(const std::string &s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 fs::path example(const char *name) { return fs::path(FERRY_SOURCE_DIR) / "examples" / name; }
 
-class FerryRun : public ::testing::Test {
+class FerryRun : public tooltest::ToolTest {
  protected:
-  void SetUp() override {
-    const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("ferry_run_test." + std::to_string(::getpid()) + "." + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  std::string path(const std::string &name) const { return (dir_ / name).string(); }
-
-  std::string write(const std::string &name, const std::string &text) {
-    std::ofstream(dir_ / name, std::ios::binary) << text;
-    return path(name);
-  }
+  Result run(const std::string &args) { return runTool(FERRY_RUN, args); }
 
   std::string writeTensor(const std::string &name, const TensorData &t) {
     EXPECT_TRUE(writeNpy(t, path(name)).ok());
     return path(name);
-  }
-
-  // Runs ferry-run with `args` (already shell-quoted where needed).
-  Result run(const std::string &args) {
-    std::string cmd = shellQuote(FERRY_RUN) + " " + args + " >" + shellQuote(path("stdout")) +
-                      " 2>" + shellQuote(path("stderr"));
-    int status = std::system(cmd.c_str());
-    Result r;
-    r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = readFile(dir_ / "stdout");
-    r.err = readFile(dir_ / "stderr");
-    return r;
   }
 
   // The reference interpreter's outputs of the model in `file` on `inputs`.
@@ -152,8 +93,6 @@ class FerryRun : public ::testing::Test {
     EXPECT_TRUE(exe->save(path(name)).ok());
     return path(name);
   }
-
-  fs::path dir_;
 };
 
 void expectClose(const TensorData &got, const TensorData &want, double tolerance) {

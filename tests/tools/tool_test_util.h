@@ -1,0 +1,89 @@
+// tests/tools/tool_test_util.h — running a tool binary in tests: a scratch folder per test, the
+// command run through the shell with stdout and stderr captured, and small text helpers.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+namespace ferry::tooltest {
+
+namespace fs = std::filesystem;
+
+/// What a run of a tool gave: its exit status (-1 when it did not exit) and its output.
+struct Result {
+  int exit = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string readFile(const fs::path &p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// How often `part` occurs in `s` (not overlapping).
+inline size_t count(const std::string &s, std::string_view part) {
+  size_t n = 0;
+  for (size_t i = s.find(part); i != std::string::npos; i = s.find(part, i + part.size())) ++n;
+  return n;
+}
+
+inline bool contains(const std::string &s, std::string_view part) {
+  return s.find(part) != std::string::npos;
+}
+
+/// Single quotes for the shell (paths of the temporary folder).
+inline std::string shellQuote(const std::string &s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+/// A fixture with a fresh scratch folder per test, removed afterwards.
+class ToolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / (std::string(info->test_suite_name()) + "." +
+                                        std::to_string(::getpid()) + "." + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::string path(const std::string &name) const { return (dir_ / name).string(); }
+
+  std::string write(const std::string &name, const std::string &text) {
+    std::ofstream(dir_ / name, std::ios::binary) << text;
+    return path(name);
+  }
+
+  /// Runs `binary` with `args` (already shell-quoted where needed).
+  Result runTool(const std::string &binary, const std::string &args) {
+    const std::string cmd = shellQuote(binary) + " " + args + " >" + shellQuote(path("stdout")) +
+                            " 2>" + shellQuote(path("stderr"));
+    const int status = std::system(cmd.c_str());
+    Result r;
+    r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = readFile(dir_ / "stdout");
+    r.err = readFile(dir_ / "stderr");
+    return r;
+  }
+
+  fs::path dir_;
+};
+
+}  // namespace ferry::tooltest

@@ -2,7 +2,7 @@
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: demo test build deps configure clean
+.PHONY: demo test build deps configure clean bench-peer
 
 # Compile the example (the annotated graph), then run it on the CPU with seeded random inputs.
 demo: build
@@ -17,6 +17,18 @@ build: configure
 
 configure: deps
 	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+
+# Time ferry-run against PyTorch eager on examples/mlp.fy and examples/cnn.fy (bench/README.md,
+# "Peer: PyTorch eager"). torch lives in a venv of its own, made on first use; ferry never needs it.
+# More rounds, other threads: make bench-peer PEER_FLAGS="--rounds 9 --threads 1". torch's
+# OpenMP threads sleep instead of spinning by default: on a shared box spinning made its runs
+# bimodal (bench/README.md); PEER_FLAGS= restores torch's own setting.
+BENCH_VENV ?= $(BUILD)/bench-venv
+PEER_FLAGS ?= --torch-env OMP_WAIT_POLICY=PASSIVE
+bench-peer: configure
+	cmake --build $(BUILD) --target ferry-run
+	@bash scripts/make-bench-venv.sh $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python bench/peer/compare_eager.py --ferry-run $(BUILD)/bin/ferry-run $(PEER_FLAGS)
 
 deps:
 	@bash scripts/install-deps.sh

@@ -30,6 +30,15 @@ struct TensorView {
   size_t bytes() const { return type->byteSize(); }
 };
 
+/// One entry of a backend's capability table.
+struct KernelCapability {
+  bool supported = false;
+  /// The kernel's time over the cost model's estimate for its device kind, relative to the
+  /// backend's best-served dtype: `auto` placement multiplies its compute estimate by it. An
+  /// f16 GEMM that converts around an f32 one is 1.5; an integer GEMM without BLAS, 40.
+  double costFactor = 1;
+};
+
 /// One node's kernel invocation: its op and attributes, operands and the result to write, all
 /// on the node's device (a transfer's operand is on the device it copies from).
 struct KernelCall {
@@ -60,9 +69,11 @@ class Backend {
   /// with the CUDA backend.)
   virtual Status copy(const TensorView &from, const TensorView &to) = 0;
 
-  /// Whether this backend has a kernel for `op` computing in `dtype` (the result's dtype; for
-  /// comparisons the operands').
-  virtual bool supports(OpKind op, DType dtype) const = 0;
+  /// The capability table: whether this backend has a kernel for `op` computing in `dtype` (the
+  /// result's dtype; for comparisons the operands'), and its cost factor. Placement reads it
+  /// through CompileOptions::capabilities (runtime/executable.h, backendCapabilities()).
+  virtual KernelCapability capability(OpKind op, DType dtype) const = 0;
+  bool supports(OpKind op, DType dtype) const { return capability(op, dtype).supported; }
 
   /// Runs one node. Errors that only data can reveal (an index out of range) come back as a
   /// Status with code "runtime" at the node's location; a broken call (operands in another

@@ -237,4 +237,13 @@ void Graph::swapNames(ValueId a, ValueId b) {
   std::swap(x.name, y.name);
 }
 
+DType computeDType(const Graph &g, const Node &n) {
+  if (n.pinDType) return *n.pinDType;
+  const OpInfo &op = n.info();
+  if (op.dtypeRule == DTypeRule::Compare)
+    for (size_t i = 0; i < n.operands.size(); ++i)
+      if (op.operand(i).role == OperandRole::Data) return g.value(n.operands[i]).type.dtype;
+  return g.value(n.result).type.dtype;
+}
+
 }  // namespace ferry

@@ -273,4 +273,8 @@ class Graph {
   mutable int64_t nextNumber_ = 0;
 };
 
+/// The dtype `n` computes in, as capability tables key it: its dtype pin, else its result's
+/// dtype, or for a comparison its data operands' dtype.
+DType computeDType(const Graph &g, const Node &n);
+
 }  // namespace ferry

@@ -2,6 +2,7 @@
 #include "passes/options.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "passes/pass.h"
 
@@ -55,10 +56,65 @@ double CostModel::transferSeconds(Device from, Device to, double bytes) const {
   return bytes / l.bytesPerSecond + l.latencySeconds;
 }
 
+namespace {
+
+constexpr size_t kDeviceKinds = 2;  // Cpu, Cuda
+
+size_t opCount() { return allOps().size(); }
+
+size_t tableIndex(DeviceKind device, OpKind op, DType dtype) {
+  return (static_cast<size_t>(device) * opCount() + static_cast<size_t>(op)) * kAllDTypes.size() +
+         static_cast<size_t>(dtype);
+}
+
+}  // namespace
+
+void Capabilities::set(DeviceKind device, OpKind op, std::optional<DType> dtype, float factor) {
+  FERRY_CHECK(static_cast<size_t>(device) < kDeviceKinds) << "unknown device kind";
+  if (factor_.empty()) factor_.assign(kDeviceKinds * opCount() * kAllDTypes.size(), 1.0f);
+  for (DType t : kAllDTypes) {
+    if (dtype && *dtype != t) continue;
+    float &f = factor_[tableIndex(device, op, t)];
+    missing_ += (factor == 0) - (f == 0);
+    f = factor;
+  }
+}
+
+float Capabilities::at(DeviceKind device, OpKind op, DType dtype) const {
+  return factor_.empty() ? 1.0f : factor_[tableIndex(device, op, dtype)];
+}
+
+void Capabilities::setMissing(DeviceKind device, OpKind op, std::optional<DType> dtype) {
+  set(device, op, dtype, 0);
+}
+
+void Capabilities::setCostFactor(DeviceKind device, OpKind op, std::optional<DType> dtype,
+                                 double factor) {
+  FERRY_CHECK(factor > 0 && std::isfinite(factor) && factor < 1e30)
+      << "a cost factor is positive and finite, got " << factor;
+  set(device, op, dtype, static_cast<float>(factor));
+}
+
+void Capabilities::merge(const Capabilities &other) {
+  if (other.factor_.empty()) return;
+  if (factor_.empty()) {
+    *this = other;
+    return;
+  }
+  for (size_t i = 0; i < factor_.size(); ++i) {
+    const float f = other.factor_[i];
+    if (f == 1.0f || factor_[i] == 0) continue;
+    missing_ += f == 0;
+    factor_[i] = f;
+  }
+}
+
 bool Capabilities::supports(Device device, OpKind op, DType dtype) const {
-  for (const Missing &m : missing)
-    if (m.device == device.kind && m.op == op && (!m.dtype || *m.dtype == dtype)) return false;
-  return true;
+  return at(device.kind, op, dtype) != 0;
+}
+
+double Capabilities::costFactor(Device device, OpKind op, DType dtype) const {
+  return at(device.kind, op, dtype);
 }
 
 Status CompileOptions::validate() const {
@@ -71,13 +127,14 @@ Status CompileOptions::validate() const {
   if (!devices.empty() && std::find(devices.begin(), devices.end(), target) == devices.end()) {
     std::string list;
     for (Device d : devices) list += (list.empty() ? "" : ", ") + d.str();
-    diags.error("options", {}, "target device " + target.str() +
-                                   " is not among the available devices (" + list + ")");
+    diags.error("options", {},
+                "target device " + target.str() + " is not among the available devices (" + list +
+                    ")");
   }
   if (dtype.kind == DTypePolicy::Kind::Autocast && dtype.low != DType::F16 &&
       dtype.low != DType::BF16)
-    diags.error("options", {}, "autocast computes in f16 or bf16, not " +
-                                   std::string(dtypeName(dtype.low)));
+    diags.error("options", {},
+                "autocast computes in f16 or bf16, not " + std::string(dtypeName(dtype.low)));
   if (budgets.maxTransferBytes && *budgets.maxTransferBytes < 0)
     diags.error("options", {}, "max_transfer_bytes must be >= 0");
   if (budgets.maxCasts && *budgets.maxCasts < 0)
@@ -90,7 +147,8 @@ Status CompileOptions::validate() const {
       names += (names.empty() ? "" : ", ") + std::string(p.name);
     }
     if (!known)
-      diags.error("options", {}, "unknown pass '" + stopAfter + "' to stop after; passes: " + names);
+      diags.error("options", {},
+                  "unknown pass '" + stopAfter + "' to stop after; passes: " + names);
   }
   if (diags.hasErrors()) return Status(diags.take());
   return {};
@@ -105,7 +163,8 @@ Expected<PlacementPolicy> parsePlacementPolicy(std::string_view s) {
 Expected<DTypePolicy> parseDTypePolicy(std::string_view s) {
   if (s == "strict") return DTypePolicy{DTypePolicy::Kind::Strict, DType::F16};
   if (s == "promote") return DTypePolicy{DTypePolicy::Kind::Promote, DType::F16};
-  if (s == "autocast=f16" || s == "autocast") return DTypePolicy{DTypePolicy::Kind::Autocast, DType::F16};
+  if (s == "autocast=f16" || s == "autocast")
+    return DTypePolicy{DTypePolicy::Kind::Autocast, DType::F16};
   if (s == "autocast=bf16") return DTypePolicy{DTypePolicy::Kind::Autocast, DType::BF16};
   return optionError("invalid dtype policy '" + std::string(s) +
                      "': expected strict, promote, autocast=f16 or autocast=bf16");

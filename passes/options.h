@@ -34,10 +34,10 @@ enum class BudgetAction : uint8_t { Allow, Warn, Error };
 /// A compile-time contract on data movement: a plan that exceeds it is rejected (Error) or
 /// compiles with a warning (Warn), listing each offending transfer or cast.
 struct Budgets {
-  BudgetAction h2d = BudgetAction::Allow;  ///< host -> accelerator
-  BudgetAction d2h = BudgetAction::Allow;  ///< accelerator -> host
-  BudgetAction d2d = BudgetAction::Allow;  ///< between two devices of the same non-host kind
-  BudgetAction h2h = BudgetAction::Allow;  ///< between host arenas (cpu:N)
+  BudgetAction h2d = BudgetAction::Allow;   ///< host -> accelerator
+  BudgetAction d2h = BudgetAction::Allow;   ///< accelerator -> host
+  BudgetAction d2d = BudgetAction::Allow;   ///< between two devices of the same non-host kind
+  BudgetAction h2h = BudgetAction::Allow;   ///< between host arenas (cpu:N)
   std::optional<int64_t> maxTransferBytes;  ///< per run, all transfers
   std::optional<int64_t> maxCasts;          ///< casts left in the graph (folded ones are free)
 };
@@ -70,17 +70,33 @@ struct CostModel {
   double transferSeconds(Device from, Device to, double bytes) const;
 };
 
-/// Which (device kind, op, dtype) have no kernel. Until backends exist it lives here; a backend's
-/// capability table fills it later. An entry without a dtype covers every dtype.
-struct Capabilities {
-  struct Missing {
-    DeviceKind device;
-    OpKind op;
-    std::optional<DType> dtype;
-  };
-  std::vector<Missing> missing;
+/// The capability table: for every (device kind, op, dtype), whether that device kind has a
+/// kernel, and how its speed compares with the cost model's estimate — `auto` placement and the
+/// statistics multiply the estimate by that factor (an f16 GEMM that converts around an f32
+/// one: 1.4; an integer GEMM without BLAS: 30). build() fills it from the backends' tables
+/// (runtime/executable.h); compile() alone starts from "everything, at factor 1". `dtype` is
+/// the dtype the op computes in (for comparisons, the operands'); no dtype sets every dtype.
+class Capabilities {
+ public:
+  void setMissing(DeviceKind device, OpKind op, std::optional<DType> dtype = std::nullopt);
+  /// `factor` > 0 and finite; it also marks the kernel as present.
+  void setCostFactor(DeviceKind device, OpKind op, std::optional<DType> dtype, double factor);
+  /// Adds `other`'s entries: a kernel missing in either table is missing; otherwise a factor
+  /// `other` sets (not 1) replaces this table's.
+  void merge(const Capabilities &other);
 
   bool supports(Device device, OpKind op, DType dtype) const;
+  /// 1 unless set; meaningless for a missing kernel.
+  double costFactor(Device device, OpKind op, DType dtype) const;
+  /// Whether some kernel is missing (placement checks each node only then).
+  bool anyMissing() const { return missing_ > 0; }
+
+ private:
+  void set(DeviceKind device, OpKind op, std::optional<DType> dtype, float factor);
+  float at(DeviceKind device, OpKind op, DType dtype) const;
+
+  std::vector<float> factor_;  // [kind][op][dtype], 0 = no kernel; empty until something is set
+  int64_t missing_ = 0;        // entries without a kernel
 };
 
 struct CompileOptions {
@@ -107,7 +123,7 @@ struct CompileOptions {
 
 // Option strings as the tools and users write them; errors say what was expected.
 Expected<PlacementPolicy> parsePlacementPolicy(std::string_view s);  ///< strict | auto
-Expected<DTypePolicy> parseDTypePolicy(std::string_view s);  ///< strict|promote|autocast=f16|bf16
+Expected<DTypePolicy> parseDTypePolicy(std::string_view s);    ///< strict|promote|autocast=f16|bf16
 Expected<BudgetAction> parseBudgetAction(std::string_view s);  ///< allow | warn | error
 /// "cpu,cuda:0"
 Expected<std::vector<Device>> parseDeviceList(std::string_view s);

@@ -128,7 +128,8 @@ void describeGraph(const Graph &g, const CompileOptions &options, CompileStats &
     types.resize(n.operands.size());
     for (size_t i = 0; i < n.operands.size(); ++i) types[i] = g.value(n.operands[i]).type;
     stats.estimatedSeconds +=
-        options.cost.computeSeconds(*r.device, opCost(n.info(), types, n.attrs, r.type));
+        options.cost.computeSeconds(*r.device, opCost(n.info(), types, n.attrs, r.type)) *
+        options.capabilities.costFactor(*r.device, n.op, computeDType(g, n));
   }
   for (const auto &[device, count] : perDevice) stats.nodesPerDevice[device] = count;
 }

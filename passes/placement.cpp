@@ -113,17 +113,10 @@ void Placer::buildUsers() {
   each([&](ValueId v, int32_t user) { userList[fill[v]++] = user; });
 }
 
-DType Placer::computeDType(const Node &n) const {
-  if (n.pinDType) return *n.pinDType;
-  const OpInfo &op = n.info();
-  if (op.dtypeRule == DTypeRule::Compare)
-    for (size_t i = 0; i < n.operands.size(); ++i)
-      if (op.operand(i).role == OperandRole::Data) return graph.value(n.operands[i]).type.dtype;
-  return graph.value(n.result).type.dtype;
-}
+DType Placer::computeDType(const Node &n) const { return ferry::computeDType(graph, n); }
 
 bool Placer::supports(const Node &n, Label l) const {
-  return options.capabilities.missing.empty() ||
+  return !options.capabilities.anyMissing() ||
          options.capabilities.supports(devices[l], n.op, computeDType(n));
 }
 

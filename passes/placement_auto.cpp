@@ -104,7 +104,10 @@ class AutoPlacer {
             // With one device there is nothing to compare: only whether it has a kernel.
             bool free = p_.isSource(n) || k_ == 1;
             if (!costed && !free) c = opCostOf(n, types), costed = true;
-            seconds = free ? 0 : p_.options.cost.computeSeconds(p_.devices[l], c);
+            seconds = free ? 0
+                           : p_.options.cost.computeSeconds(p_.devices[l], c) *
+                                 p_.options.capabilities.costFactor(p_.devices[l], n.op,
+                                                                    p_.computeDType(n));
           }
           cost_.push_back(seconds);
           any = any || seconds < kInf;

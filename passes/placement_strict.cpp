@@ -253,7 +253,7 @@ void placeStrict(Placer &p) {
         break;
       }
   }
-  if (!p.options.capabilities.missing.empty()) {
+  if (p.options.capabilities.anyMissing()) {
     for (NodeId id : g.order()) {
       const Node &n = g.node(id);
       Label l = p.label[n.result];

@@ -175,15 +175,21 @@ Capabilities backendCapabilities() {
   Capabilities c;
   const CpuBackend cpu;
   for (const OpInfo &op : allOps())
-    for (DType t : kAllDTypes)
-      if (!cpu.supports(op.kind, t)) c.missing.push_back({DeviceKind::Cpu, op.kind, t});
+    for (DType t : kAllDTypes) {
+      const KernelCapability k = cpu.capability(op.kind, t);
+      if (!k.supported)
+        c.setMissing(DeviceKind::Cpu, op.kind, t);
+      else if (k.costFactor != 1)
+        c.setCostFactor(DeviceKind::Cpu, op.kind, t, k.costFactor);
+    }
   return c;
 }
 
 Expected<Executable> build(Graph graph, CompileOptions options, std::vector<Diagnostic> *warnings) {
   // The backends' gaps, so placement falls back or rejects instead of failing at run time.
-  for (const Capabilities::Missing &m : backendCapabilities().missing)
-    options.capabilities.missing.push_back(m);
+  Capabilities table = backendCapabilities();
+  table.merge(options.capabilities);  // the caller's gaps and factors on top
+  options.capabilities = std::move(table);
   CompileResult r = compile(std::move(graph), options);
   if (!r.ok()) return Status(std::move(r.diagnostics));
   if (!options.stopAfter.empty())

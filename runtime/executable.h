@@ -104,11 +104,13 @@ struct Executable {
 /// not placed or typed (stopped early, rejected) is an error.
 Expected<Executable> lower(const Graph &compiled, const CompileOptions &options);
 
-/// What the backends of this build have no kernel for, as compile() reads it
-/// (CompileOptions::capabilities): every (op, dtype) the CPU backend's supports() refuses.
+/// The capability table of this build's backends, as compile() reads it
+/// (CompileOptions::capabilities): every (op, dtype) the CPU backend has no kernel for, and the
+/// cost factors of the kernels it has.
 Capabilities backendCapabilities();
 
-/// The usual path: compile() with backendCapabilities() added to `options`, then
+/// The usual path: compile() with backendCapabilities() merged under `options.capabilities`
+/// (Capabilities::merge: the caller's gaps and factors on top), then
 /// lower(). A rejected graph's error carries every diagnostic of the compile; warnings of an
 /// accepted one go to `warnings` when given.
 Expected<Executable> build(Graph graph, CompileOptions options,

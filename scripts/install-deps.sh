@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# scripts/install-deps.sh — install the Debian packages ferry needs to build and test.
-# Idempotent: asks apt only for what is missing and prints nothing when all is there.
+# scripts/install-deps.sh [PACKAGE...] — install the Debian packages ferry needs to build and
+# test; packages given as arguments are installed instead (other scripts' own needs, e.g.
+# make-bench-venv.sh's python3-venv). Idempotent: asks apt only for what is missing and prints
+# nothing when all is there.
 set -euo pipefail
 
 packages=(
@@ -11,6 +13,7 @@ packages=(
   libeigen3-dev                      # f16/bf16 conversions, CPU kernels
   libopenblas-dev                    # GEMMs of the CPU kernels (matmul, linear, conv2d)
 )
+[ $# -gt 0 ] && packages=("$@")
 
 missing=()
 for p in "${packages[@]}"; do

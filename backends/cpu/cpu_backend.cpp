@@ -103,7 +103,10 @@ Status CpuBackend::copy(const TensorView &from, const TensorView &to) {
   return Status();
 }
 
-bool CpuBackend::supports(OpKind op, DType dtype) const { return cpu::hasKernel(op, dtype); }
+KernelCapability CpuBackend::capability(OpKind op, DType dtype) const {
+  if (!cpu::hasKernel(op, dtype)) return {};
+  return {true, cpu::kernelCostFactor(op, dtype)};
+}
 
 Status CpuBackend::checkOwnership(const KernelCall &call) const {
   const Device device = call.result.device;

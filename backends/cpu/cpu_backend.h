@@ -44,7 +44,7 @@ class CpuBackend final : public Backend {
   void release(Device device, std::byte *data) override;
   bool owns(Device device, const std::byte *data, size_t bytes) const override;
   Status copy(const TensorView &from, const TensorView &to) override;
-  bool supports(OpKind op, DType dtype) const override;
+  KernelCapability capability(OpKind op, DType dtype) const override;
   Status run(const KernelCall &call) override;
 
   /// Bytes currently allocated on `device`.

@@ -98,6 +98,27 @@ bool hasKernel(OpKind op, DType dtype) {
   return false;
 }
 
+// Measured with ferry-bench-cpu-kernels (bench/README.md, "Cost factors"), single-threaded:
+// each kernel's time relative to the f32 kernel of the same op, over the ratio of the cost
+// model's estimates (GEMMs are estimated by flops, the same for every dtype; elementwise ops by
+// bytes, half for f16). The numbers are rounded: they rank devices, they do not predict times.
+double kernelCostFactor(OpKind op, DType dtype) {
+  const bool half = dtype == DType::F16 || dtype == DType::BF16;
+  const bool integer = !isFloating(dtype);
+  switch (familyOf(op)) {
+    case Family::Linalg:
+      // f16/bf16 convert around sgemm: 0.9-1.9x; dgemm runs at about half sgemm's rate:
+      // 1.9-2.6x; the integers are plain loops without BLAS: 26-42x.
+      return half ? 1.5 : dtype == DType::F64 ? 2 : integer ? 40 : 1;
+    case Family::Unary:
+    case Family::Binary:
+      // f16 converts to f32 and back: 0.9-1.5x the f32 time for half the bytes; the integers
+      // compute in int64: relu on i32 takes 6-8x f32's time for the same bytes.
+      return half ? 2.5 : integer ? 6 : 1;
+    default: return 1;
+  }
+}
+
 Status runKernel(const KernelCall &call) {
   const OpInfo &op = call.op;
   const auto n = static_cast<int>(call.operands.size());

@@ -3,7 +3,9 @@
 // Blocks of kBlock output elements: each operand is gathered (following broadcasting) into a
 // buffer of the type the op computes in — float for f16, bf16 and f32, double for f64, int64
 // for bool and the integers — the op runs over the buffers (Eigen arrays for floats, so exp,
-// tanh and the like are vectorised), and the block is stored in the result's dtype. The dtype
+// tanh and the like are vectorised; plain loops the compiler vectorises where Eigen 3.4 would
+// run one scalar at a time: select and comparisons), and the block is stored in the result's
+// dtype, or is computed in the result itself when that holds the compute type. The dtype
 // switches sit outside the element loops, and templates are per storage type and per compute
 // type, not per (op, dtype) pair. Large tensors are split with parallelFor into chunks of whole
 // blocks, each with its own buffers and cursors; blocks start at multiples of kBlock however the
@@ -93,19 +95,34 @@ class Cursor {
  public:
   Cursor(std::span<const int64_t> out, std::span<const int64_t> in, int64_t start) {
     const size_t rank = std::max<size_t>(out.size(), 1);
-    dims_.assign(rank, 1);
-    strides_.assign(rank, 0);
-    index_.assign(rank, 0);
-    std::copy(out.begin(), out.end(), dims_.end() - static_cast<ptrdiff_t>(out.size()));
+    std::vector<int64_t> dims(rank, 1), strides(rank, 0);
+    std::copy(out.begin(), out.end(), dims.end() - static_cast<ptrdiff_t>(out.size()));
     int64_t stride = 1;
     for (size_t k = 0; k < in.size(); ++k) {  // from the innermost dimension outwards
       const size_t d = rank - 1 - k;
       const int64_t n = in[in.size() - 1 - k];
-      strides_[d] = n == 1 ? 0 : stride;
+      strides[d] = n == 1 ? 0 : stride;
       stride *= n;
     }
+    // Size-1 dims drop out and adjacent dims that the operand walks as one (both contiguous, or
+    // both broadcast) merge, so a dense operand is one long run and a broadcast bias a few.
+    for (size_t d = 0; d < rank; ++d) {
+      if (dims[d] == 1) continue;
+      if (!dims_.empty() && strides_.back() == strides[d] * dims[d]) {
+        dims_.back() *= dims[d];
+        strides_.back() = strides[d];
+        continue;
+      }
+      dims_.push_back(dims[d]);
+      strides_.push_back(strides[d]);
+    }
+    if (dims_.empty()) {
+      dims_.push_back(1);
+      strides_.push_back(0);
+    }
+    index_.assign(dims_.size(), 0);
     // start > 0 only in a tensor with elements: no dim is 0.
-    for (size_t d = rank, rest = static_cast<size_t>(start); rest > 0 && d-- > 0;) {
+    for (size_t d = dims_.size(), rest = static_cast<size_t>(start); rest > 0 && d-- > 0;) {
       index_[d] = static_cast<int64_t>(rest % static_cast<size_t>(dims_[d]));
       rest /= static_cast<size_t>(dims_[d]);
       offset_ += index_[d] * strides_[d];
@@ -134,13 +151,20 @@ class Cursor {
   int64_t offset_ = 0;
 };
 
+template <class S> constexpr bool kIsHalf = std::is_same_v<S, half> || std::is_same_v<S, bfloat16>;
+
 // The next n elements of `v` (storage S) along `cursor`, converted to C.
 template <class S, class C> void gather(const TensorView &v, Cursor &cursor, C *out, int64_t n) {
   const auto *base = reinterpret_cast<const S *>(v.data);
   for (int64_t done = 0; done < n;) {
     const int64_t run = std::min(n - done, cursor.rowLeft()), stride = cursor.innerStride();
     const S *src = base + cursor.offset();
-    if (stride == 1)
+    if (stride == 0)
+      std::fill(out + done, out + done + run, toCompute<C>(*src));
+    else if (kIsHalf<S> && std::is_same_v<C, float> && stride == 1)  // vectorised conversion
+      convertElements(v.type->dtype, reinterpret_cast<const std::byte *>(src), DType::F32,
+                      reinterpret_cast<std::byte *>(out + done), static_cast<size_t>(run));
+    else if (stride == 1)
       for (int64_t j = 0; j < run; ++j) out[done + j] = toCompute<C>(src[j]);
     else
       for (int64_t j = 0; j < run; ++j) out[done + j] = toCompute<C>(src[j * stride]);
@@ -158,8 +182,21 @@ template <class C> void storeBlock(const C *in, const TensorView &r, int64_t at,
   withStorage(r.type->dtype, [&](auto s) {
     using S = decltype(s);
     S *out = reinterpret_cast<S *>(r.data) + at;
-    for (int64_t j = 0; j < n; ++j) out[j] = fromCompute<S>(in[j], isBool);
+    if constexpr (kIsHalf<S> && std::is_same_v<C, float>)  // vectorised conversion
+      convertElements(DType::F32, reinterpret_cast<const std::byte *>(in), r.type->dtype,
+                      reinterpret_cast<std::byte *>(out), static_cast<size_t>(n));
+    else
+      for (int64_t j = 0; j < n; ++j) out[j] = fromCompute<S>(in[j], isBool);
   });
+}
+
+// Where a block of results is computed: in the result itself when it is stored as C (no copy
+// afterwards), else in `buffer`, stored with storeBlock.
+template <class C> C *resultBlock(const TensorView &r, int64_t at, C *buffer) {
+  if constexpr (std::is_floating_point_v<C>)
+    return outAs(r, at, buffer);
+  else
+    return r.type->dtype == DType::I64 ? reinterpret_cast<int64_t *>(r.data) + at : buffer;
 }
 
 template <class C> using Array = Eigen::Map<Eigen::Array<C, Eigen::Dynamic, 1>>;
@@ -176,7 +213,9 @@ template <class C> void unaryFloat(OpKind k, bool tanhGelu, C *x, int64_t n) {
     case OpKind::Rsqrt: a = a.rsqrt(); return;
     case OpKind::Tanh: a = a.tanh(); return;
     case OpKind::Sigmoid: a = one / (one + (-a).exp()); return;
-    case OpKind::Relu: a = (a > C(0) || a != a).select(a, C(0)); return;  // NaN stays
+    case OpKind::Relu:  // NaN stays; `|`, not `||`, and no Eigen select: this vectorises
+      for (int64_t i = 0; i < n; ++i) x[i] = (x[i] > C(0)) | (x[i] != x[i]) ? x[i] : C(0);
+      return;
     case OpKind::Erf: a = a.erf(); return;
     case OpKind::Silu: a = a / (one + (-a).exp()); return;
     case OpKind::Gelu:
@@ -215,9 +254,16 @@ template <class C> void binaryFloat(OpKind k, C *x, const C *y, int64_t n) {
     case OpKind::Pow:
       for (int64_t i = 0; i < n; ++i) x[i] = std::pow(x[i], y[i]);
       return;
-    // NaN propagates, as torch.maximum/minimum.
-    case OpKind::Maximum: a = (a != a || b != b).select(nan, (a > b).select(a, b)); return;
-    case OpKind::Minimum: a = (a != a || b != b).select(nan, (a < b).select(a, b)); return;
+    // NaN propagates, as torch.maximum/minimum. Plain loops with `|`: they vectorise, where
+    // Eigen 3.4's select does not.
+    case OpKind::Maximum:
+      for (int64_t i = 0; i < n; ++i)
+        x[i] = (x[i] != x[i]) | (y[i] != y[i]) ? nan : x[i] > y[i] ? x[i] : y[i];
+      return;
+    case OpKind::Minimum:
+      for (int64_t i = 0; i < n; ++i)
+        x[i] = (x[i] != x[i]) | (y[i] != y[i]) ? nan : x[i] < y[i] ? x[i] : y[i];
+      return;
     default: FERRY_CHECK(false) << "not an arithmetic binary op";
   }
 }
@@ -292,12 +338,13 @@ Status unary(const KernelCall &call) {
       Cursor cursor(r.type->shape, x.type->shape, begin);
       for (int64_t at = begin; at < end; at += kBlock) {
         const int64_t m = std::min(kBlock, end - at);
-        gatherAny(x, cursor, buffer, m);
+        C *a = resultBlock(r, at, buffer);
+        gatherAny(x, cursor, a, m);
         if constexpr (std::is_same_v<C, int64_t>)
-          unaryInt(call.op.kind, buffer, m);
+          unaryInt(call.op.kind, a, m);
         else
-          unaryFloat(call.op.kind, tanhGelu, buffer, m);
-        storeBlock(buffer, r, at, m);
+          unaryFloat(call.op.kind, tanhGelu, a, m);
+        if (a == buffer) storeBlock(buffer, r, at, m);
       }
     });
   });
@@ -314,11 +361,12 @@ Status binary(const KernelCall &call) {
   withCompute(compute, [&](auto c) {
     using C = decltype(c);
     forChunks(n, [&](int64_t begin, int64_t end) {
-      C a[kBlock], b[kBlock];
+      C buffer[kBlock], b[kBlock];
       int64_t flags[kBlock];
       Cursor cx(r.type->shape, x.type->shape, begin), cy(r.type->shape, y.type->shape, begin);
       for (int64_t at = begin; at < end; at += kBlock) {
         const int64_t m = std::min(kBlock, end - at);
+        C *a = isCompare(k) ? buffer : resultBlock(r, at, buffer);
         gatherAny(x, cx, a, m);
         gatherAny(y, cy, b, m);
         if (isCompare(k)) {
@@ -330,7 +378,7 @@ Status binary(const KernelCall &call) {
           binaryInt(k, a, b, m);
         else
           binaryFloat(k, a, b, m);
-        storeBlock(a, r, at, m);
+        if (a == buffer) storeBlock(buffer, r, at, m);
       }
     });
   });

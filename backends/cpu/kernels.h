@@ -13,6 +13,8 @@ namespace ferry::cpu {
 
 /// Whether runKernel has a kernel for `op` computing in `dtype`.
 bool hasKernel(OpKind op, DType dtype);
+/// The kernel's cost factor (backend.h, KernelCapability), from ferry-bench-cpu-kernels.
+double kernelCostFactor(OpKind op, DType dtype);
 /// Runs the kernel of `call.op` (ownership already checked by the backend).
 Status runKernel(const KernelCall &call);
 

@@ -297,8 +297,10 @@ void softmaxColumns(const KernelCall &call, int64_t outer, int64_t dim, int64_t 
                   auto at = [&](int64_t d) { return (o * dim + d) * inner + j0; };
                   mx.setConstant(-std::numeric_limits<C>::infinity());
                   for (int64_t d = 0; d < dim; ++d) {
-                    ConstMap<C> v(loadAs(x, at(d), n, in), n);
-                    mx = (v > mx).select(v, mx);  // NaN ignored, as fmax
+                    const C *v = loadAs(x, at(d), n, in);
+                    C *m = mx.data();
+                    for (int64_t j = 0; j < n; ++j)  // NaN ignored, as fmax; no select: vectorises
+                      m[j] = v[j] > m[j] ? v[j] : m[j];
                   }
                   sm.setZero();
                   for (int64_t d = 0; d < dim; ++d) {
@@ -448,9 +450,8 @@ template <class C> struct MaxFloat {
   using Acc = C;
   static Acc identity() { return -std::numeric_limits<C>::infinity(); }
   static void fold(Acc *acc, const In *v, int64_t n) {
-    ArrayMap<C> a(acc, n);
-    ConstMap<C> b(v, n);
-    a = (b > a || b != b).select(b, a);
+    for (int64_t i = 0; i < n; ++i)  // `|`, not Eigen's select: it vectorises
+      acc[i] = (v[i] > acc[i]) | (v[i] != v[i]) ? v[i] : acc[i];
   }
   static Acc reduce(const In *v, int64_t n) {
     return ConstMap<C>(v, n).template maxCoeff<Eigen::PropagateNaN>();

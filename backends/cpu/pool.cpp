@@ -124,10 +124,12 @@ template <class C> void maxPool(const TensorView &x, const TensorView &r, const 
                       const int64_t offset = j * g.dilation[1] - g.pad[1];
                       const auto [lo, hi] = inside(offset, g.stride[1], g.W, g.Wo);
                       if (lo >= hi) continue;
-                      StridedMap<C> v(src + lo * g.stride[1] + offset, hi - lo,
-                                      Eigen::InnerStride<>(g.stride[1]));
-                      auto seg = a.segment(lo, hi - lo);
-                      seg = (v > seg || v != v).select(v, seg);  // NaN wins and stays
+                      // NaN wins and stays. A loop with `|`, not Eigen's select: it vectorises.
+                      const C *v = src + lo * g.stride[1] + offset;
+                      C *seg = out + lo;
+                      const int64_t s = g.stride[1];
+                      for (int64_t k = 0; k < hi - lo; ++k)
+                        seg[k] = (v[k * s] > seg[k]) | (v[k * s] != v[k * s]) ? v[k * s] : seg[k];
                     }
                   }
                   storeAs(r, row * g.Wo, g.Wo, out);

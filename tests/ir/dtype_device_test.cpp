@@ -1,8 +1,13 @@
 // tests/ir/dtype_device_test.cpp — dtype names, sizes, promotion; device parsing and printing.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <vector>
+
 #include "ir/device.h"
 #include "ir/dtype.h"
+#include "ir/tensor_data.h"
 #include "ir/types.h"
 
 namespace ferry {
@@ -75,6 +80,70 @@ TEST(DType, ResultTypeLetsZeroDimOperandsInOnlyFromAHigherCategory) {
   EXPECT_EQ(resultType({{Bool, false}, {I8, true}}), I8);
   EXPECT_EQ(resultType({{F16, true}, {BF16, true}}), F32);
   EXPECT_TRUE(ResultType().empty());
+}
+
+// convertElements converts f32 <-> f16/bf16 in bulk (F16C where the build has it); each result
+// must be the bits the element-by-element conversion gives.
+void expectBulkMatchesElementwise(DType from, DType to, const std::vector<std::byte> &in) {
+  const size_t inSize = dtypeSize(from), outSize = dtypeSize(to), n = in.size() / inSize;
+  std::vector<std::byte> bulk(n * outSize), one(n * outSize);
+  convertElements(from, in.data(), to, bulk.data(), n);
+  for (size_t i = 0; i < n; ++i)
+    convertElement(from, in.data() + i * inSize, to, one.data() + i * outSize);
+  int mismatches = 0;
+  for (size_t i = 0; i < n && mismatches < 5; ++i) {
+    if (std::memcmp(bulk.data() + i * outSize, one.data() + i * outSize, outSize) == 0) continue;
+    // NaNs may differ in payload; both must be NaN.
+    const double a = loadDouble(to, bulk.data() + i * outSize),
+                 b = loadDouble(to, one.data() + i * outSize);
+    if (std::isnan(a) && std::isnan(b)) continue;
+    ++mismatches;
+    ADD_FAILURE() << dtypeName(from) << " -> " << dtypeName(to) << " element " << i << ": " << a
+                  << " in bulk, " << b << " one by one";
+  }
+}
+
+TEST(ConvertElements, HalvesInBulkMatchTheScalarConversionBitForBit) {
+  // Every f16 and bf16 bit pattern to f32.
+  std::vector<std::byte> halves(2 * 65536);
+  for (uint32_t b = 0; b < 65536; ++b) {
+    const auto v = static_cast<uint16_t>(b);
+    std::memcpy(halves.data() + 2 * b, &v, 2);
+  }
+  expectBulkMatchesElementwise(DType::F16, DType::F32, halves);
+  expectBulkMatchesElementwise(DType::BF16, DType::F32, halves);
+  // f32 to both: specials, values halfway between two halves (ties round to even), subnormals,
+  // overflow, and a spread of bit patterns over the whole range.
+  std::vector<float> floats{0.0f,
+                            -0.0f,
+                            1.0f,
+                            -1.0f,
+                            65504.0f,
+                            65520.0f,
+                            65519.99f,
+                            1e-8f,
+                            -6e-8f,
+                            1e30f,
+                            -1e30f,
+                            std::nanf(""),
+                            -std::nanf(""),
+                            INFINITY,
+                            -INFINITY,
+                            1.0f + 0x1p-11f,
+                            1.0f + 0x1p-10f + 0x1p-11f,
+                            1.0f + 0x1p-8f,
+                            1.0f + 0x1p-7f + 0x1p-8f,
+                            0x1p-149f};
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4099) {
+    const auto u = static_cast<uint32_t>(b);
+    float f;
+    std::memcpy(&f, &u, 4);
+    floats.push_back(f);
+  }
+  std::vector<std::byte> in(floats.size() * 4);
+  std::memcpy(in.data(), floats.data(), in.size());
+  expectBulkMatchesElementwise(DType::F32, DType::F16, in);
+  expectBulkMatchesElementwise(DType::F32, DType::BF16, in);
 }
 
 TEST(Device, ParsesAndPrintsCanonically) {

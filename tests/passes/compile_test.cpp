@@ -2,6 +2,8 @@
 // model's arithmetic and the statistics that describe a graph.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "ir/parser.h"
 #include "passes/compile.h"
 #include "passes/pass.h"
@@ -15,7 +17,9 @@ Graph parseOk(std::string_view text) {
   return std::move(g).value();
 }
 
-std::string allMessages(const std::vector<Diagnostic> &ds) { return renderText(ds, {.snippet = false}); }
+std::string allMessages(const std::vector<Diagnostic> &ds) {
+  return renderText(ds, {.snippet = false});
+}
 
 TEST(Options, PolicyStringsParseAndBadOnesSayWhatWasExpected) {
   EXPECT_EQ(*parsePlacementPolicy("auto"), PlacementPolicy::Auto);
@@ -25,8 +29,10 @@ TEST(Options, PolicyStringsParseAndBadOnesSayWhatWasExpected) {
   EXPECT_EQ(parseDTypePolicy("autocast=bf16")->low, DType::BF16);
   EXPECT_EQ(parseDTypePolicy("autocast=bf16")->str(), "autocast=bf16");
   EXPECT_EQ(parseDTypePolicy("promote")->kind, DTypePolicy::Kind::Promote);
-  EXPECT_NE(parseDTypePolicy("autocast=f32").status().message().find(
-                "expected strict, promote, autocast=f16 or autocast=bf16"),
+  EXPECT_NE(parseDTypePolicy("autocast=f32")
+                .status()
+                .message()
+                .find("expected strict, promote, autocast=f16 or autocast=bf16"),
             std::string::npos);
   EXPECT_EQ(*parseBudgetAction("warn"), BudgetAction::Warn);
   EXPECT_FALSE(parseBudgetAction("maybe").ok());
@@ -52,10 +58,13 @@ TEST(Options, ValidateReportsEveryProblem) {
   const std::string m = s.message();
   EXPECT_NE(m.find("device cpu is listed twice"), std::string::npos) << m;
   EXPECT_NE(m.find("target device cuda:0 is not among the available devices (cpu, cpu)"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("autocast computes in f16 or bf16, not f32"), std::string::npos) << m;
   EXPECT_NE(m.find("unknown pass 'fusion' to stop after; passes: verify, placement, dtype, "
-                   "simplify, budget"), std::string::npos) << m;
+                   "simplify, budget"),
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("max_casts must be >= 0"), std::string::npos) << m;
   EXPECT_EQ(s.diagnostics().size(), 5u);
   EXPECT_TRUE(CompileOptions{}.validate().ok());
@@ -64,7 +73,8 @@ TEST(Options, ValidateReportsEveryProblem) {
 TEST(Compile, BadOptionsAreDiagnosticsNotCrashes) {
   CompileOptions o;
   o.devices = {};
-  CompileResult r = compile(parseOk("graph g {\n input %x : f32[2]\n %y = relu(%x)\n output %y\n}\n"), o);
+  CompileResult r =
+      compile(parseOk("graph g {\n input %x : f32[2]\n %y = relu(%x)\n output %y\n}\n"), o);
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.lastPass, "");
   EXPECT_NE(allMessages(r.diagnostics).find("no devices"), std::string::npos);
@@ -110,12 +120,78 @@ TEST(CostModel, ComputeIsBoundByTheSlowerOfFlopsAndBytesPlusLaunch) {
 
 TEST(Capabilities, MissingEntriesCoverADTypeOrAllOfThem) {
   Capabilities c;
-  c.missing.push_back({DeviceKind::Cuda, OpKind::Gather, std::nullopt});
-  c.missing.push_back({DeviceKind::Cuda, OpKind::Matmul, DType::I64});
+  c.setMissing(DeviceKind::Cuda, OpKind::Gather, std::nullopt);
+  c.setMissing(DeviceKind::Cuda, OpKind::Matmul, DType::I64);
   EXPECT_FALSE(c.supports(Device::cuda(0), OpKind::Gather, DType::F32));
   EXPECT_TRUE(c.supports(Device::cpu(), OpKind::Gather, DType::F32));
   EXPECT_FALSE(c.supports(Device::cuda(1), OpKind::Matmul, DType::I64));
   EXPECT_TRUE(c.supports(Device::cuda(1), OpKind::Matmul, DType::F32));
+  EXPECT_TRUE(c.anyMissing());
+  EXPECT_FALSE(Capabilities().anyMissing());
+}
+
+TEST(Capabilities, CostFactorsDefaultToOneAndAreKeyedByKindOpAndDType) {
+  Capabilities c;
+  EXPECT_EQ(c.costFactor(Device::cpu(), OpKind::Matmul, DType::F16), 1);
+  c.setCostFactor(DeviceKind::Cpu, OpKind::Matmul, DType::F16, 1.5);
+  c.setCostFactor(DeviceKind::Cuda, OpKind::Relu, std::nullopt, 0.25);
+  EXPECT_EQ(c.costFactor(Device::cpu(2), OpKind::Matmul, DType::F16), 1.5);
+  EXPECT_EQ(c.costFactor(Device::cpu(), OpKind::Matmul, DType::F32), 1);
+  EXPECT_EQ(c.costFactor(Device::cuda(0), OpKind::Matmul, DType::F16), 1);
+  for (DType t : kAllDTypes) EXPECT_EQ(c.costFactor(Device::cuda(3), OpKind::Relu, t), 0.25);
+  EXPECT_FALSE(c.anyMissing());
+  // A missing kernel that gets a factor is present again, and the count follows.
+  c.setMissing(DeviceKind::Cpu, OpKind::Exp);
+  EXPECT_TRUE(c.anyMissing());
+  for (DType t : kAllDTypes) c.setCostFactor(DeviceKind::Cpu, OpKind::Exp, t, 2);
+  EXPECT_FALSE(c.anyMissing());
+  EXPECT_TRUE(c.supports(Device::cpu(), OpKind::Exp, DType::F32));
+}
+
+TEST(Capabilities, MergeKeepsEveryGapAndTakesTheOtherTablesFactors) {
+  Capabilities backend, user;
+  backend.setMissing(DeviceKind::Cpu, OpKind::Exp, DType::I32);
+  backend.setCostFactor(DeviceKind::Cpu, OpKind::Matmul, DType::F16, 1.5);
+  backend.setCostFactor(DeviceKind::Cpu, OpKind::Matmul, DType::F64, 2);
+  user.setMissing(DeviceKind::Cuda, OpKind::Gather);
+  user.setCostFactor(DeviceKind::Cpu, OpKind::Matmul, DType::F16, 3);
+  user.setCostFactor(DeviceKind::Cpu, OpKind::Exp, DType::I32, 5);  // cannot add a kernel
+  backend.merge(user);
+  EXPECT_FALSE(backend.supports(Device::cpu(), OpKind::Exp, DType::I32));
+  EXPECT_FALSE(backend.supports(Device::cuda(0), OpKind::Gather, DType::F32));
+  EXPECT_EQ(backend.costFactor(Device::cpu(), OpKind::Matmul, DType::F16), 3);
+  EXPECT_EQ(backend.costFactor(Device::cpu(), OpKind::Matmul, DType::F64), 2);
+  // Merging into an empty table copies it.
+  Capabilities empty;
+  empty.merge(backend);
+  EXPECT_FALSE(empty.supports(Device::cpu(), OpKind::Exp, DType::I32));
+  EXPECT_EQ(empty.costFactor(Device::cpu(), OpKind::Matmul, DType::F16), 3);
+}
+
+TEST(CapabilitiesDeathTest, AFactorMustBePositiveAndFinite) {
+  Capabilities c;
+  for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity(),
+                     std::numeric_limits<double>::quiet_NaN()})
+    EXPECT_DEATH(c.setCostFactor(DeviceKind::Cpu, OpKind::Relu, std::nullopt, bad),
+                 "a cost factor is positive and finite");
+}
+
+TEST(Stats, TheEstimateIncludesTheCapabilityTablesCostFactor) {
+  const char *src = R"(graph g {
+  input %x : f16[64,256] @cpu
+  param %w : f16[256,256] = zeros
+  %y = matmul(%x, %w)
+  output %y
+})";
+  CompileOptions o;
+  CompileResult plain = compile(parseOk(src), o);
+  o.capabilities.setCostFactor(DeviceKind::Cpu, OpKind::Matmul, DType::F16, 4);
+  CompileResult slow = compile(parseOk(src), o);
+  ASSERT_TRUE(plain.ok() && slow.ok());
+  const std::vector<TensorType> operands{{DType::F16, {64, 256}}, {DType::F16, {256, 256}}};
+  const double matmul = o.cost.computeSeconds(
+      Device::cpu(), opCost(opInfo(OpKind::Matmul), operands, {}, {DType::F16, {64, 256}}));
+  EXPECT_NEAR(slow.stats.estimatedSeconds - plain.stats.estimatedSeconds, 3 * matmul, 1e-12);
 }
 
 TEST(Stats, DescribeGraphCountsTransfersByDirectionAndNodesPerDevice) {

@@ -68,7 +68,7 @@ RandomCase randomCase(uint64_t seed, std::vector<Device> devices, int maxFree) {
       std::any_of(devices.begin(), devices.end(), [](Device d) { return !d.isHost(); });
   if (hasCuda && rng.chance(0.3)) {
     const OpKind ops[] = {OpKind::Relu, OpKind::Exp, OpKind::Add, OpKind::Mul, OpKind::Linear};
-    o.capabilities.missing.push_back({DeviceKind::Cuda, ops[rng.below(5)], std::nullopt});
+    o.capabilities.setMissing(DeviceKind::Cuda, ops[rng.below(5)]);
   }
 
   const int64_t b = std::array{1, 8, 64}[rng.below(3)], s = std::array{16, 128, 512}[rng.below(3)];

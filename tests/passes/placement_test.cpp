@@ -255,6 +255,25 @@ TEST(Story3, AutoMovesTheActivationsWhenThatIsCheaper) {
             "cost model: cpu 52.8 \u00b5s vs cuda:0 5.53 \u00b5s; moving data would cost more");
 }
 
+TEST(Story3, AutoReadsTheCapabilityTablesCostFactor) {
+  // The same model where the weight moved: a linear on cuda:0 that takes 1000x the cost
+  // model's estimate (a device kind whose kernel for it is slow) is cheaper on the cpu.
+  CompileOptions o = options(kAuto);
+  o.capabilities.setCostFactor(DeviceKind::Cuda, OpKind::Linear, DType::F32, 1000);
+  CompileResult r = place(story3(64), o);
+  ASSERT_TRUE(r.ok()) << text(r);
+  EXPECT_EQ(deviceOf(r.graph, "h2"), "cpu");
+  EXPECT_NE(r.graph.deviceReason(id(r.graph, "h2")).detail.find("cost model: cpu"),
+            std::string::npos)
+      << r.graph.deviceReason(id(r.graph, "h2")).detail;
+  // Another dtype's factor does not apply.
+  o.capabilities = {};
+  o.capabilities.setCostFactor(DeviceKind::Cuda, OpKind::Linear, DType::F16, 1000);
+  CompileResult same = place(story3(64), o);
+  ASSERT_TRUE(same.ok()) << text(same);
+  EXPECT_EQ(deviceOf(same.graph, "h2"), "cuda:0");
+}
+
 // ---- story 5 (and 8): operands on two accelerators --------------------------------------------
 
 std::string story5(Device a, Device b) {
@@ -385,7 +404,7 @@ const char *kStory7 = R"(graph g {
 CompileOptions noCudaSoftmax(PlacementPolicy policy, bool fallback = true,
                              std::optional<DType> dtype = DType::F32) {
   CompileOptions o = options(policy);
-  o.capabilities.missing.push_back({DeviceKind::Cuda, OpKind::Softmax, dtype});
+  o.capabilities.setMissing(DeviceKind::Cuda, OpKind::Softmax, dtype);
   o.fallback = fallback;
   return o;
 }
@@ -467,7 +486,7 @@ TEST(Story7, AutoAvoidsTheDeviceAndWarnsOnlyForAPin) {
 TEST(Story7, WeightsOfAFallbackNodeStayWithIt) {
   // The norm's unpinned weight and bias follow it to the cpu instead of being copied there.
   CompileOptions o = options(kStrict);
-  o.capabilities.missing.push_back({DeviceKind::Cuda, OpKind::LayerNorm, std::nullopt});
+  o.capabilities.setMissing(DeviceKind::Cuda, OpKind::LayerNorm, std::nullopt);
   CompileResult r = place(R"(graph g {
   input %x : f32[8,64] @cuda:0
   param %gamma : f32[64] = ones

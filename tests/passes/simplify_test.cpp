@@ -479,7 +479,7 @@ TEST(SimplifyJoint, TheCastStaysWhereItIsWhenMovingItWouldNotPay) {
   }
   // No f16 cast kernel on cuda: the cast stays on the host.
   CompileOptions o = options();
-  o.capabilities.missing.push_back({DeviceKind::Cuda, OpKind::Cast, DType::F16});
+  o.capabilities.setMissing(DeviceKind::Cuda, OpKind::Cast, DType::F16);
   Graph g = placed(pinned);
   const std::string before = dump(g);
   simplified(g, o);

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/reference/interpreter.h"
 #include "ir/parser.h"
 #include "runtime/session.h"
@@ -237,6 +238,33 @@ TEST(Session, AnExecutableForADeviceWithoutABackendIsAnError) {
   EXPECT_NE(s.status().message().find("runs on cuda:0, and this build of ferry has no backend"),
             std::string::npos)
       << s.status().message();
+}
+
+TEST(Build, PlacementReadsTheBackendsCapabilityTableAndTheCallersOnTop) {
+  const Capabilities table = backendCapabilities();
+  const CpuBackend cpu;
+  EXPECT_FALSE(table.supports(Device::cpu(), OpKind::Exp, DType::I32));
+  EXPECT_TRUE(table.supports(Device::cpu(1), OpKind::Matmul, DType::F16));
+  EXPECT_GT(table.costFactor(Device::cpu(), OpKind::Matmul, DType::F16), 1);
+  EXPECT_EQ(table.costFactor(Device::cpu(), OpKind::Matmul, DType::F16),
+            cpu.capability(OpKind::Matmul, DType::F16).costFactor);
+  EXPECT_EQ(table.costFactor(Device::cpu(), OpKind::Matmul, DType::F32), 1);
+  for (const OpInfo &op : allOps())
+    for (DType t : kAllDTypes)
+      EXPECT_EQ(table.supports(Device::cpu(), op.kind, t), cpu.supports(op.kind, t));
+
+  // A gap the caller adds is kept: nothing else runs relu in f32, so the graph is rejected.
+  CompileOptions o = on({Device::cpu()});
+  o.capabilities.setMissing(DeviceKind::Cpu, OpKind::Relu, DType::F32);
+  Expected<Executable> exe = build(parse(R"(graph g {
+  input %x : f32[4] @cpu
+  %y = relu(%x)
+  output %y
+})"),
+                                   o);
+  ASSERT_FALSE(exe.ok());
+  EXPECT_NE(exe.status().message().find("has no kernel for f32 on cpu"), std::string::npos)
+      << exe.status().message();
 }
 
 TEST(Lower, RejectsAGraphThatWasNotPlaced) {

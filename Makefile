@@ -4,10 +4,13 @@ CMAKE_FLAGS ?=
 
 .PHONY: demo test build deps configure clean bench-peer
 
-# Compile the example (the annotated graph), then run it on the CPU with seeded random inputs.
+# Compile the example (the annotated graph), run it on the CPU with seeded random inputs, and
+# draw it as SVG next to it.
 demo: build
 	./$(BUILD)/bin/ferry-compile examples/mlp.fy
 	./$(BUILD)/bin/ferry-run examples/mlp.fy --random-inputs --iterations 20
+	./$(BUILD)/bin/ferry-compile examples/mlp.fy --emit svg -o examples/mlp.svg
+	@echo "demo: the annotated graph is drawn in examples/mlp.svg (open it in a browser)"
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j 2

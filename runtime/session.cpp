@@ -15,9 +15,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
+double seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
 }
+
+double secondsSince(Clock::time_point t) { return seconds(t, Clock::now()); }
 
 std::string names(const Executable &exe, const std::vector<int32_t> &slots) {
   std::string s;
@@ -229,16 +231,21 @@ Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,
   } giveBack{st, &ws};
 
   int copies = 0;  // every copy between devices this run makes
+  const Clock::time_point inputCopy = Clock::now();
+  stats.inputCopyStart = seconds(start, inputCopy);
   for (int32_t slot : exe.inputs) {
     const Tensor &t = *bySlot[static_cast<size_t>(slot)];
     if (t.byteSize() > 0) std::memcpy(st.address(ws, slot), t.bytes().data(), t.byteSize());
     if (t.device() != exe.slots[static_cast<size_t>(slot)].device) ++copies;
   }
+  stats.inputCopySeconds = secondsSince(inputCopy);
 
   stats.stepSeconds.resize(exe.steps.size());
+  stats.stepStarts.resize(exe.steps.size());
   std::vector<TensorView> operands;
   for (size_t i = 0; i < exe.steps.size(); ++i) {
     const Clock::time_point t = Clock::now();
+    stats.stepStarts[i] = seconds(start, t);  // the read that times the step, not another one
     const Step &step = exe.steps[i];
     const Slot &r = exe.slots[static_cast<size_t>(step.result)];
     const TensorView out{st.address(ws, step.result), &r.type, r.device};

@@ -40,7 +40,15 @@ struct NamedTensor {
 struct RunStats {
   double seconds = 0;               ///< the whole run, input checks to outputs
   std::vector<double> stepSeconds;  ///< per step of the executable, in order
-  int transfers = 0;                ///< copies between devices (plan + input moves)
+  /// Per step, in the same order: when it started, in seconds since the run started. Steps run
+  /// one after another, so stepStarts[i] + stepSeconds[i] <= stepStarts[i + 1].
+  std::vector<double> stepStarts;
+  /// Copying the inputs into the workspace (the input moves among them), after the input checks
+  /// and before the first step: when it started, in seconds since the run started, and how long
+  /// it took.
+  double inputCopyStart = 0;
+  double inputCopySeconds = 0;
+  int transfers = 0;  ///< copies between devices (plan + input moves)
   int64_t transferBytes = 0;
   int inputMoves = 0;  ///< inputs moved to their planned device (moveInputs)
   int64_t inputMoveBytes = 0;

@@ -418,3 +418,45 @@ TEST(Lower, ValidateRejectsInconsistentPlans) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry {
+namespace {
+
+// Step start offsets place every step on one timeline with the run: in step order, none
+// overlapping the next, the input copy before them all, all inside the run.
+TEST(Session, StepStartsLineUpWithStepTimesInsideTheRun) {
+  constexpr std::string_view moved = R"(graph m {
+    input %x : f32[4,3] @cpu:1
+    param %w : f32[3,3] @cpu = randn(seed=5)
+    %h = relu(%x)
+    %y = matmul(%h, %w)
+    %z = tanh(%y)
+    output %z
+  })";
+  // Rounding of the subtractions, far below any clock tick.
+  constexpr double kEpsilon = 1e-9;
+  Session s = open(moved, on({Device::cpu(), Device::cpu(1)}, PlacementPolicy::Auto));
+  ASSERT_GE(s.executable().planTransfers, 1);
+  for (int run = 0; run < 3; ++run) {
+    Expected<RunResult> r = s.run({{"x", sample(DType::F32, {4, 3}, 6)}});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    const RunStats &st = r->stats;
+    ASSERT_EQ(st.stepStarts.size(), s.executable().steps.size());
+    ASSERT_EQ(st.stepSeconds.size(), st.stepStarts.size());
+    EXPECT_GE(st.inputCopyStart, 0.0);
+    EXPECT_GE(st.inputCopySeconds, 0.0);
+    ASSERT_FALSE(st.stepStarts.empty());
+    EXPECT_LE(st.inputCopyStart + st.inputCopySeconds, st.stepStarts[0] + kEpsilon);
+    for (size_t i = 0; i < st.stepStarts.size(); ++i) {
+      EXPECT_GE(st.stepSeconds[i], 0.0) << "step " << i;
+      if (i + 1 == st.stepStarts.size()) break;
+      EXPECT_LE(st.stepStarts[i], st.stepStarts[i + 1]) << "step " << i;
+      EXPECT_LE(st.stepStarts[i] + st.stepSeconds[i], st.stepStarts[i + 1] + kEpsilon)
+          << "step " << i;
+    }
+    EXPECT_LE(st.stepStarts.back() + st.stepSeconds.back(), st.seconds + kEpsilon);
+  }
+}
+
+}  // namespace
+}  // namespace ferry

@@ -66,6 +66,9 @@ constexpr const char *kUnconstrained = R"(graph free {
 }
 )";
 
+// A text dump without the summary comments that close it.
+std::string graphPart(const std::string &dump) { return dump.substr(0, dump.find("\n# summary")); }
+
 // The lines of `s` that contain `part`.
 std::vector<std::string> linesWith(const std::string &s, std::string_view part) {
   std::vector<std::string> out;
@@ -125,12 +128,16 @@ TEST_F(FerryCompile, EmitsDot) {
   ASSERT_EQ(r.exit, 0) << r.err;
   EXPECT_TRUE(r.out.starts_with("digraph \"mlp\" {\n")) << r.out;
   EXPECT_TRUE(r.out.ends_with("}\n"));
-  EXPECT_TRUE(contains(r.out, "label=\"%h = linear\\nf32[4,16] @cpu\"")) << r.out;
+  // Every value sits in its device's cluster; labels carry the type.
+  EXPECT_EQ(count(r.out, "subgraph \"cluster_cpu\" {"), 1u) << r.out;
+  EXPECT_TRUE(contains(r.out, "label=\"%h = linear\\nf32[4,16]\"")) << r.out;
   EXPECT_TRUE(contains(r.out, "shape=invhouse, label=\"input %x\\nf32[4,8] @cpu\"")) << r.out;
   EXPECT_TRUE(contains(r.out, "shape=cylinder, label=\"param %w1\\nf32[16,8] @cpu\"")) << r.out;
   EXPECT_TRUE(contains(r.out, "shape=house, label=\"output %y\"")) << r.out;
-  // Edges: 3 + 1 + 2 operands and one to the output, each labelled with its type.
-  EXPECT_EQ(count(r.out, " -> "), 7u) << r.out;
+  // Edges: 3 + 1 + 2 operands and one to the output, each labelled with its type; one more in
+  // the legend.
+  EXPECT_EQ(count(r.out, " -> "), 8u) << r.out;
+  EXPECT_EQ(count(r.out, "legend_a -> legend_b"), 1u) << r.out;
   EXPECT_EQ(count(r.out, "-> n0 [label=\"f32[4,8]\"]"), 1u) << r.out;
   EXPECT_EQ(count(r.out, " [label=\"f32[4,16]\"]"), 2u) << r.out;  // %h and %a
   EXPECT_EQ(count(r.out, "-> out0 [label=\"f32[4,3]\"]"), 1u) << r.out;
@@ -144,7 +151,7 @@ TEST_F(FerryCompile, EmitsJson) {
   std::string model = write("mlp.fy", kMlp);
   Result r = run("--emit json " + shellQuote(model));
   ASSERT_EQ(r.exit, 0) << r.err;
-  EXPECT_TRUE(r.out.starts_with("{\n  \"format\": \"ferry.graph\",\n  \"version\": 1,\n")) << r.out;
+  EXPECT_TRUE(r.out.starts_with("{\n  \"format\": \"ferry.graph\",\n  \"version\": 2,\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "\"graph\": \"mlp\"")) << r.out;
   EXPECT_EQ(count(r.out, "\"op\": "), 3u) << r.out;
   EXPECT_TRUE(contains(r.out, "\"op\": \"relu\", \"result\": \"a\", \"type\": {\"dtype\": \"f32\", "
@@ -162,8 +169,8 @@ TEST_F(FerryCompile, EmitsJson) {
   Result bare = run("--emit json --no-locations " + shellQuote(model));
   ASSERT_EQ(bare.exit, 0) << bare.err;
   EXPECT_FALSE(contains(bare.out, "mlp.fy")) << bare.out;
-  EXPECT_EQ(count(bare.out, "\"location\": null"), 1u + 3u + 3u + 1u) << bare.out;
-  EXPECT_EQ(count(r.out, "\"inserted\": false"), 3u) << r.out;
+  EXPECT_EQ(count(bare.out, "\"location\": \""), 0u) << bare.out;
+  EXPECT_EQ(count(r.out, "\"inserted\": false, \"pinned_device\""), 3u) << r.out;
 }
 
 TEST_F(FerryCompile, WritesToTheOutputFile) {
@@ -196,7 +203,14 @@ TEST_F(FerryCompile, TextOutputFileCarriesLargeParams) {
   EXPECT_TRUE(contains(text, "= npy(\"")) << text;
   Result again = run("--dtype autocast=f16 --no-locations " + shellQuote(target));
   ASSERT_EQ(again.exit, 0) << again.err;
-  EXPECT_EQ(again.out, run("--dtype autocast=f16 --no-locations " + shellQuote(model)).out);
+  // The graphs are the same; the summaries differ as the compiles did (the first inserted the
+  // casts and folded the weight's, the second found them).
+  const std::string first = run("--dtype autocast=f16 --no-locations " + shellQuote(model)).out;
+  EXPECT_EQ(graphPart(again.out), graphPart(first));
+  EXPECT_TRUE(contains(first, "#   casts: 2 in the graph (3 inserted, 1 folded into params"))
+      << first;
+  EXPECT_TRUE(contains(again.out, "#   casts: 2 in the graph (0 inserted, 0 folded into params"))
+      << again.out;
 }
 
 TEST_F(FerryCompile, ExampleModelCompilesInEveryFormat) {
@@ -244,14 +258,28 @@ TEST_F(FerryCompile, BadOptionsAreUsageErrors) {
 TEST_F(FerryCompile, HelpListsEveryOption) {
   Result r = run("--help");
   EXPECT_EQ(r.exit, 0);
-  for (const char *s :
-       {"MODEL.fy",      "--emit",          "text,dot,json",
-        "-o,--output",   "--diagnostics",   "--no-locations",
-        "--devices",     "--target",        "--placement",
-        "strict|auto",   "--dtype",         "autocast=bf16",
-        "--no-fallback", "--stop-after",    "verify, placement, dtype, simplify, budget",
-        "--transfers",   "h2d|d2h|d2d|h2h", "--max-transfer-bytes",
-        "--max-casts",   "--stats",         "Exit status"})
+  for (const char *s : {"MODEL.fy",
+                        "--emit",
+                        "text,dot,svg,json,none",
+                        "--emit-dir",
+                        "-o,--output",
+                        "--diagnostics",
+                        "--no-locations",
+                        "--devices",
+                        "--target",
+                        "--placement",
+                        "strict|auto",
+                        "--dtype",
+                        "autocast=bf16",
+                        "--no-fallback",
+                        "--stop-after",
+                        "verify, placement, dtype, simplify, budget",
+                        "--transfers",
+                        "h2d|d2h|d2d|h2h",
+                        "--max-transfer-bytes",
+                        "--max-casts",
+                        "--stats",
+                        "Exit status"})
     EXPECT_TRUE(contains(r.out, s)) << s << " missing from:\n" << r.out;
   // Short: one screen, no line wider than a terminal.
   EXPECT_LT(count(r.out, "\n"), 40u) << r.out;
@@ -378,11 +406,13 @@ TEST_F(FerryCompile, AutoPlacementInsertsAMarkedTransfer) {
   // The other renderings mark it too.
   Result json = run(args + "--emit json " + shellQuote(model));
   ASSERT_EQ(json.exit, 0) << json.err;
-  EXPECT_EQ(count(json.out, "\"inserted\": true"), 1u) << json.out;
+  EXPECT_EQ(count(json.out, "\"inserted\": true, \"pinned_device\""), 1u) << json.out;
   EXPECT_TRUE(contains(json.out, "\"op\": \"transfer\"")) << json.out;
   Result dot = run(args + "--emit dot " + shellQuote(model));
   ASSERT_EQ(dot.exit, 0) << dot.err;
-  EXPECT_EQ(count(dot.out, "style=dashed"), 1u) << dot.out;
+  // A transfer is a bold edge from its origin, labelled with where it goes and its bytes.
+  EXPECT_EQ(count(dot.out, "label=\"transfer -> cpu:1 128 B\\nf32[4,8]\", style=bold"), 1u)
+      << dot.out;
 }
 
 TEST_F(FerryCompile, StatsCountTransfersAndAreDeterministic) {
@@ -465,6 +495,218 @@ TEST_F(FerryCompile, TargetFallbackAndStopAfter) {
   Result verified = run("--stop-after verify --no-locations " + shellQuote(model));
   ASSERT_EQ(verified.exit, 0) << verified.err;
   EXPECT_TRUE(contains(verified.out, "%y : f32[2] = relu(%p)")) << verified.out;
+}
+
+// The shipped example with its first layer pinned to cpu:1: the input must cross.
+std::string pinnedMlp() {
+  std::string text = readFile(std::string(FERRY_SOURCE_DIR) + "/examples/mlp.fy");
+  const std::string from = "%h = linear", to = "%h @cpu:1 = linear";
+  text.replace(text.find(from), from.size(), to);
+  return text;
+}
+
+TEST_F(FerryCompile, DotHasAClusterPerDeviceAndTheTransferEdgeCrossingThem) {
+  std::string model = write("mlp.fy", pinnedMlp());
+  Result r = run("--devices cpu,cpu:1 --placement auto --emit dot " + shellQuote(model));
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_EQ(count(r.out, "subgraph \"cluster_cpu\" {"), 1u) << r.out;
+  EXPECT_EQ(count(r.out, "subgraph \"cluster_cpu:1\" {"), 1u) << r.out;
+  EXPECT_EQ(count(r.out, "subgraph \"cluster_"), 2u) << r.out;  // and the legend's
+  // The input is in cpu's cluster, the layer in cpu:1's; the copy is the edge between them, with
+  // its bytes (32 x 784 floats).
+  const size_t cpu = r.out.find("subgraph \"cluster_cpu\""),
+               cpu1 = r.out.find("subgraph \"cluster_cpu:1\"");
+  const size_t input = r.out.find("label=\"input %x"), layer = r.out.find("label=\"%h = linear");
+  EXPECT_TRUE(cpu < input && input < r.out.find("  }\n", cpu)) << r.out;
+  EXPECT_TRUE(cpu1 < layer && layer < r.out.find("  }\n", cpu1)) << r.out;
+  std::vector<std::string> transfers = linesWith(r.out, "transfer -> cpu:1");
+  ASSERT_EQ(transfers.size(), 1u) << r.out;
+  EXPECT_TRUE(transfers[0].starts_with("  v0 -> n0 [label=\"transfer -> cpu:1 98.0 KiB"))
+      << transfers[0];
+  EXPECT_TRUE(contains(transfers[0], "style=bold")) << transfers[0];
+  // Tooltips say why a value is where it is.
+  EXPECT_TRUE(contains(r.out, "pinned at")) << r.out;
+}
+
+TEST_F(FerryCompile, SvgIsRenderedByGraphviz) {
+  std::string model = write("mlp.fy", pinnedMlp());
+  const std::string svg = path("mlp.svg");
+  Result r = run("--devices cpu,cpu:1 --placement auto --emit svg -o " + shellQuote(svg) + " " +
+                 shellQuote(model));
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "wrote svg to " + svg)) << r.err;
+  const std::string text = readFile(svg);
+  EXPECT_TRUE(text.starts_with("<?xml")) << text.substr(0, 200);
+  EXPECT_TRUE(contains(text, "<svg")) << text.substr(0, 200);
+  EXPECT_TRUE(contains(text, "<title>cluster_cpu</title>")) << text.substr(0, 2000);
+  EXPECT_TRUE(contains(text, "<title>cluster_cpu:1</title>")) << text.substr(0, 2000);
+  EXPECT_TRUE(contains(text, "transfer &#45;&gt; cpu:1 98.0 KiB")) << text;
+  // To standard output too.
+  Result out = run("--emit svg " + shellQuote(model) + " --devices cpu,cpu:1 --placement auto");
+  ASSERT_EQ(out.exit, 0) << out.err;
+  EXPECT_TRUE(contains(out.out, "<svg")) << out.out.substr(0, 200);
+  // Without Graphviz: a one-line reason, exit 2.
+  const std::string cmd = "env PATH=" + shellQuote(path("empty")) + " " +
+                          shellQuote(FERRY_COMPILE) + " --emit svg " +
+                          shellQuote(write("small.fy", kMlp));
+  const int status = std::system((cmd + " >/dev/null 2>" + shellQuote(path("err"))).c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  const std::string err = readFile(path("err"));
+  EXPECT_TRUE(contains(err, "svg needs Graphviz's 'dot' program, which is not on PATH")) << err;
+  EXPECT_EQ(count(err, "\n"), 1u) << err;
+}
+
+TEST_F(FerryCompile, SeveralEmitsGoToTheEmitDirectory) {
+  std::string model = write("mlp.fy", kMlp);
+  const std::string dir = path("out/nested");
+  Result r =
+      run("--emit text,dot --emit json --emit-dir " + shellQuote(dir) + " " + shellQuote(model));
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(readFile(dir + "/mlp.fy"), run(shellQuote(model)).out);
+  EXPECT_EQ(readFile(dir + "/mlp.dot"), run("--emit dot " + shellQuote(model)).out);
+  EXPECT_EQ(readFile(dir + "/mlp.json"), run("--emit json " + shellQuote(model)).out);
+  EXPECT_FALSE(fs::exists(dir + "/mlp.svg"));
+  // none writes nothing; several formats without a directory, or -o with one, are usage errors.
+  Result none = run("--emit none " + shellQuote(model));
+  EXPECT_EQ(none.exit, 0) << none.err;
+  EXPECT_EQ(none.out, "");
+  Result several = run("--emit text,dot " + shellQuote(model));
+  EXPECT_EQ(several.exit, 2);
+  EXPECT_TRUE(contains(several.err, "--emit: several formats (2) need --emit-dir DIR"))
+      << several.err;
+  Result both = run("--emit-dir " + shellQuote(dir) + " -o x.dot " + shellQuote(model));
+  EXPECT_EQ(both.exit, 2);
+  EXPECT_TRUE(contains(both.err, "give -o FILE or --emit-dir DIR, not both")) << both.err;
+  Result bad = run("--emit png " + shellQuote(model));
+  EXPECT_EQ(bad.exit, 2);
+  EXPECT_TRUE(contains(bad.err, "png")) << bad.err;
+  Result blocked =
+      run("--emit dot --emit-dir " + shellQuote(model + "/sub") + " " + shellQuote(model));
+  EXPECT_EQ(blocked.exit, 2);
+  EXPECT_TRUE(contains(blocked.err, "cannot create")) << blocked.err;
+  EXPECT_EQ(count(blocked.err, "\n"), 1u) << blocked.err;
+}
+
+TEST_F(FerryCompile, WritesTheExecutableThatFerryRunRuns) {
+  std::string model = write("mlp.fy", pinnedMlp());
+  const std::string exe = path("mlp.ferry");
+  Result r =
+      run("--devices cpu,cpu:1 --placement auto -o " + shellQuote(exe) + " " + shellQuote(model));
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "%x.cpu1 : f32[32,784] @cpu:1 = transfer(%x, to=cpu:1)")) << r.out;
+  EXPECT_TRUE(contains(r.err, "wrote the executable to " + exe)) << r.err;
+  Result ran = runTool(FERRY_RUN, shellQuote(exe) + " --random-inputs");
+  ASSERT_EQ(ran.exit, 0) << ran.err;
+  EXPECT_TRUE(contains(ran.out, "devices cpu,cpu:1, placement auto, 5 steps")) << ran.out;
+  EXPECT_TRUE(contains(ran.out, "last run: 1 transfers, 100352 bytes")) << ran.out;
+  // The executable needs the whole pipeline.
+  Result early = run("--stop-after placement -o " + shellQuote(exe) + " " + shellQuote(model) +
+                     " --devices cpu,cpu:1 --placement auto");
+  EXPECT_EQ(early.exit, 2);
+  EXPECT_TRUE(contains(early.err, "--stop-after placement stops before it")) << early.err;
+}
+
+TEST_F(FerryCompile, ARejectedGraphIsDrawnWithItsErrorsInRed) {
+  std::string model = write("mlp.fy", pinnedMlp());
+  const std::string dot = path("rejected.dot");
+  Result r = run("--devices cpu,cpu:1 --emit dot -o " + shellQuote(dot) + " " + shellQuote(model));
+  EXPECT_EQ(r.exit, 1);
+  EXPECT_TRUE(contains(r.err, "are on different devices")) << r.err;
+  std::vector<std::string> red = linesWith(readFile(dot), "color=red");
+  ASSERT_EQ(red.size(), 1u) << readFile(dot);
+  EXPECT_TRUE(contains(red[0], "label=\"%h = linear")) << red[0];
+  EXPECT_TRUE(contains(red[0], "tooltip=\"operands of 'linear' (%h) are on different devices: "
+                               "cpu and cpu:1 (fix: move %x to cpu:1"))
+      << red[0];
+  // Text is not written for a rejected graph.
+  Result text = run("--devices cpu,cpu:1 " + shellQuote(model));
+  EXPECT_EQ(text.exit, 1);
+  EXPECT_EQ(text.out, "");
+}
+
+// Goldens of the shipped examples: text (with its summary) and DOT, for mlp.fy with the defaults
+// and mlp_split.fy on cpu,cpu:1 with auto placement. Run from the repository root, so locations
+// read examples/...; FERRY_UPDATE_GOLDEN=1 rewrites the files instead of comparing.
+TEST_F(FerryCompile, ExamplesMatchTheirGoldens) {
+  const fs::path root = FERRY_SOURCE_DIR, previous = fs::current_path();
+  fs::current_path(root);
+  struct Case {
+    std::string args, golden;
+  };
+  const std::string split = "--devices cpu,cpu:1 --placement auto examples/mlp_split.fy";
+  const Case cases[] = {{"examples/mlp.fy", "mlp.fy.txt"},
+                        {"--emit dot examples/mlp.fy", "mlp.dot"},
+                        {split, "mlp_split.fy.txt"},
+                        {"--emit dot " + split, "mlp_split.dot"}};
+  const bool update = std::getenv("FERRY_UPDATE_GOLDEN") != nullptr;
+  for (const Case &c : cases) {
+    Result r = run(c.args);
+    ASSERT_EQ(r.exit, 0) << c.args << "\n" << r.err;
+    const fs::path golden = root / "tests/tools/golden" / c.golden;
+    if (update) {
+      fs::create_directories(golden.parent_path());
+      std::ofstream(golden, std::ios::binary) << r.out;
+      continue;
+    }
+    ASSERT_TRUE(fs::exists(golden)) << golden << " is missing: run with FERRY_UPDATE_GOLDEN=1";
+    EXPECT_EQ(r.out, readFile(golden))
+        << c.args << " differs from " << golden << " (FERRY_UPDATE_GOLDEN=1 rewrites it)";
+  }
+  fs::current_path(previous);
+}
+
+TEST_F(FerryCompile, ExplainSaysWhichOptionsCompileARejectedModel) {
+  Result devices = run("--devices cpu,cpu:1 --explain " + shellQuote(write("two.fy", kTwoDevices)));
+  EXPECT_EQ(devices.exit, 1);
+  EXPECT_TRUE(contains(devices.err, "are on different devices")) << devices.err;
+  EXPECT_TRUE(contains(devices.err, "  compiles with --placement auto: 1 transfer (128 bytes per "
+                                    "run), 0 casts\n"))
+      << devices.err;
+  EXPECT_FALSE(contains(devices.err, "--dtype promote:")) << devices.err;
+  Result dtypes = run("--explain " + shellQuote(write("mixed.fy", kMixedDTypes)));
+  EXPECT_EQ(dtypes.exit, 1);
+  EXPECT_TRUE(contains(dtypes.err,
+                       "  compiles with --dtype promote: 0 transfers (0 bytes per run), "
+                       "1 cast\n"))
+      << dtypes.err;
+  // A model no policy compiles (a shape error) is said to need a change in the model.
+  Result shape = run("--explain " + shellQuote(write("bad.fy", kShapeError)));
+  EXPECT_EQ(shape.exit, 1);
+  EXPECT_TRUE(contains(shape.err, "explain: the model does not parse or type-check")) << shape.err;
+}
+
+TEST_F(FerryCompile, ExplainSaysWhyAValueIsWhereItIs) {
+  std::string model = write("mlp.fy", pinnedMlp());
+  Result r = run("--devices cpu,cpu:1 --placement auto --emit none --explain %h --explain "
+                 "%x.cpu1,%fc1.weight " +
+                 shellQuote(model));
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  const std::string at = model + ":9:3";
+  EXPECT_TRUE(contains(r.err, "%h : f32[32,256] @cpu:1\n  device: pinned at " + at + "\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "%x.cpu1 : f32[32,784] @cpu:1\n  device: transfer of %x inserted "
+                              "for its use at " +
+                                  at + "\n"))
+      << r.err;
+  EXPECT_TRUE(contains(
+      r.err, "%fc1.weight : f32[256,784] @cpu:1\n  device: cost model: next to its consumer %h"))
+      << r.err;
+  EXPECT_EQ(count(r.err, "  dtype:  "), 3u) << r.err;
+  // The model argument after a bare --explain stays the model.
+  Result bare =
+      run("--devices cpu,cpu:1 --placement auto --emit none --explain " + shellQuote(model));
+  EXPECT_EQ(bare.exit, 0) << bare.err;
+  EXPECT_TRUE(contains(bare.err, "explain: compiled; name values")) << bare.err;
+  // An unknown value: one line that lists the graph's values, exit 2.
+  Result unknown =
+      run("--explain %nope " + shellQuote(model) + " --devices cpu,cpu:1 --placement auto");
+  EXPECT_EQ(unknown.exit, 2);
+  EXPECT_TRUE(contains(unknown.err, "--explain: no value %nope in 'mlp' (its values: %x, "))
+      << unknown.err;
+  EXPECT_EQ(count(unknown.err, "\n"), 1u) << unknown.err;
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // bad option, input and model against its exit status and one-line reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +12,9 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "backends/reference/interpreter.h"
 #include "ir/npy.h"
@@ -398,6 +403,328 @@ TEST_F(FerryRun, HelpListsEveryOption) {
   EXPECT_LT(count(r.out, "\n"), 40u) << r.out;
   std::istringstream lines(r.out);
   for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 100u) << line;
+}
+
+// A JSON value, read by JsonReader below: just enough JSON to check a trace's structure, and
+// strict enough that a malformed file fails the test.
+struct Json {
+  enum class Kind { Null, Bool, Number, String, Array, Object };
+  Kind kind = Kind::Null;
+  bool boolean = false;
+  double number = 0;
+  std::string string;
+  std::vector<Json> array;
+  std::vector<std::pair<std::string, Json>> object;
+
+  /// The member `key` of an object, or nullptr.
+  const Json *get(std::string_view key) const {
+    for (const auto &[k, v] : object)
+      if (k == key) return &v;
+    return nullptr;
+  }
+  /// The string member `key`, or "" when there is none.
+  std::string text(std::string_view key) const {
+    const Json *v = get(key);
+    return v && v->kind == Kind::String ? v->string : "";
+  }
+};
+
+class JsonReader {
+ public:
+  /// `text` must outlive the reader; a temporary string would not.
+  explicit JsonReader(std::string_view text) : s_(text) {}
+  explicit JsonReader(std::string &&) = delete;
+
+  /// The whole text as one value; false, with `error` set, when it is not JSON.
+  bool read(Json &out) {
+    if (!value(out)) return false;
+    space();
+    return i_ == s_.size() || fail("text after the value");
+  }
+  std::string error;
+
+ private:
+  bool fail(const std::string &why) {
+    if (error.empty()) error = why + " at offset " + std::to_string(i_);
+    return false;
+  }
+  void space() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+  }
+  bool eat(char c) {
+    space();
+    if (i_ < s_.size() && s_[i_] == c) return ++i_, true;
+    return false;
+  }
+  bool word(std::string_view w) {
+    if (s_.substr(i_, w.size()) != w) return fail("expected '" + std::string(w) + "'");
+    i_ += w.size();
+    return true;
+  }
+  bool value(Json &v) {
+    space();
+    if (i_ >= s_.size()) return fail("expected a value");
+    switch (s_[i_]) {
+      case '{': return members(v);
+      case '[': return elements(v);
+      case '"': v.kind = Json::Kind::String; return string(v.string);
+      case 't': v.kind = Json::Kind::Bool, v.boolean = true; return word("true");
+      case 'f': v.kind = Json::Kind::Bool; return word("false");
+      case 'n': return word("null");
+      default: return number(v);
+    }
+  }
+  bool members(Json &v) {
+    v.kind = Json::Kind::Object;
+    ++i_;
+    if (eat('}')) return true;
+    do {
+      std::string key;
+      Json member;
+      space();
+      if (i_ >= s_.size() || s_[i_] != '"' || !string(key)) return fail("expected a key");
+      if (!eat(':')) return fail("expected ':'");
+      if (!value(member)) return false;
+      v.object.emplace_back(std::move(key), std::move(member));
+    } while (eat(','));
+    return eat('}') || fail("expected ',' or '}'");
+  }
+  bool elements(Json &v) {
+    v.kind = Json::Kind::Array;
+    ++i_;
+    if (eat(']')) return true;
+    do {
+      v.array.emplace_back();
+      if (!value(v.array.back())) return false;
+    } while (eat(','));
+    return eat(']') || fail("expected ',' or ']'");
+  }
+  bool string(std::string &out) {
+    ++i_;  // the opening quote
+    while (i_ < s_.size() && s_[i_] != '"') {
+      const char c = s_[i_++];
+      if (static_cast<unsigned char>(c) < 0x20) return fail("unescaped control character");
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (i_ >= s_.size()) break;
+      const char e = s_[i_++];
+      const std::string_view plain = "\"\\/bfnrt", meaning = "\"\\/\b\f\n\r\t";
+      if (size_t k = plain.find(e); k != std::string_view::npos) {
+        out += meaning[k];
+      } else if (e == 'u' && i_ + 4 <= s_.size() &&
+                 std::all_of(s_.begin() + i_, s_.begin() + i_ + 4,
+                             [](char h) { return std::isxdigit(static_cast<unsigned char>(h)); })) {
+        const long code = std::strtol(std::string(s_.substr(i_, 4)).c_str(), nullptr, 16);
+        out += code < 0x80 ? static_cast<char>(code) : '?';  // the trace escapes only ASCII
+        i_ += 4;
+      } else {
+        return fail("bad escape");
+      }
+    }
+    if (i_ >= s_.size()) return fail("unterminated string");
+    ++i_;
+    return true;
+  }
+  bool number(Json &v) {
+    // -?digits(.digits)?([eE][+-]?digits)?
+    const size_t start = i_;
+    auto digits = [&] {
+      const size_t from = i_;
+      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
+      return i_ > from;
+    };
+    if (i_ < s_.size() && s_[i_] == '-') ++i_;
+    if (!digits()) return fail("expected a value");
+    if (i_ < s_.size() && s_[i_] == '.' && (++i_, !digits())) return fail("expected digits");
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
+      if (!digits()) return fail("expected an exponent");
+    }
+    v.kind = Json::Kind::Number;
+    v.number = std::strtod(std::string(s_.substr(start, i_ - start)).c_str(), nullptr);
+    return true;
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+// The "N steps" of ferry-run's first line ("model mlp (...): devices cpu, ..., 4 steps").
+size_t stepCount(const std::string &out) {
+  const std::string first = out.substr(0, out.find('\n'));
+  const size_t comma = first.rfind(", ");
+  return comma == std::string::npos ? 0 : std::stoul(first.substr(comma + 2));
+}
+
+// What a trace holds, once its structure is checked: lane names by tid, and the complete events.
+struct Trace {
+  std::map<int, std::string> lanes;
+  std::vector<const Json *> events;  // the "X" ones, in file order
+  Json root;
+  std::string lane(const Json &event) const {
+    auto it = lanes.find(static_cast<int>(event.get("tid")->number));
+    return it == lanes.end() ? "" : it->second;
+  }
+};
+
+// Reads the trace at `file` and checks what every trace must be: a Trace Event Format object with
+// the process named `model`, every lane named, and complete events with their args that do not
+// overlap on a lane and end within the run.
+void readTrace(const std::string &file, const std::string &model, Trace &t) {
+  const std::string text = readFile(file);
+  JsonReader reader(text);
+  ASSERT_TRUE(reader.read(t.root)) << reader.error << " in " << file;
+  ASSERT_EQ(t.root.kind, Json::Kind::Object);
+  EXPECT_EQ(t.root.text("displayTimeUnit"), "ms");
+  const Json *events = t.root.get("traceEvents");
+  ASSERT_TRUE(events && events->kind == Json::Kind::Array);
+  std::string process;
+  for (const Json &e : events->array) {
+    ASSERT_EQ(e.kind, Json::Kind::Object);
+    for (const char *key : {"ph", "pid", "tid", "name"}) ASSERT_NE(e.get(key), nullptr) << key;
+    const Json *args = e.get("args");
+    ASSERT_TRUE(args && args->kind == Json::Kind::Object) << e.text("name");
+    if (e.text("ph") == "M" && e.text("name") == "process_name") process = args->text("name");
+    if (e.text("ph") == "M" && e.text("name") == "thread_name")
+      t.lanes[static_cast<int>(e.get("tid")->number)] = args->text("name");
+    if (e.text("ph") == "X") t.events.push_back(&e);
+  }
+  EXPECT_EQ(process, model);
+  std::map<std::string, std::vector<std::pair<double, double>>> spans;  // lane: (ts, end)
+  for (const Json *e : t.events) {
+    const Json *ts = e->get("ts"), *dur = e->get("dur");
+    ASSERT_TRUE(ts && dur) << e->text("name");
+    EXPECT_GE(ts->number, 0) << e->text("name");
+    EXPECT_GE(dur->number, 0) << e->text("name");
+    ASSERT_NE(t.lane(*e), "") << e->text("name") << " is on an unnamed lane";
+    spans[t.lane(*e)].emplace_back(ts->number, ts->number + dur->number);
+  }
+  // Times are printed to a thousandth of a microsecond: two roundings may meet.
+  constexpr double kRounding = 0.002;
+  const Json *other = t.root.get("otherData");
+  ASSERT_TRUE(other && other->get("run us"));
+  for (auto &[lane, s] : spans) {
+    std::sort(s.begin(), s.end());
+    for (size_t i = 0; i + 1 < s.size(); ++i)
+      EXPECT_LE(s[i].second, s[i + 1].first + kRounding) << "events overlap on lane " << lane;
+    EXPECT_LE(s.back().second, other->get("run us")->number + kRounding) << lane;
+  }
+}
+
+// The lane names of `t`, in tid order.
+std::vector<std::string> laneNames(const Trace &t) {
+  std::vector<std::string> names;
+  for (const auto &[tid, name] : t.lanes) names.push_back(name);
+  return names;
+}
+
+// A trace of the example MLP: every step an event on its device's lane, named by op and result,
+// with its args. Nothing is pinned away from cpu, so cpu:1 holds nothing and gets no lane.
+TEST_F(FerryRun, TraceHasAnEventPerStepOnItsDevicesLane) {
+  const std::string model = example("mlp.fy").string();
+  const std::string file = path("mlp.json");
+  Result r = run(shellQuote(model) + " --devices cpu,cpu:1 --random-inputs --iterations 2" +
+                 " --trace " + shellQuote(file));
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "wrote " + file + " (trace of the last timed run)\n")) << r.out;
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(readTrace(file, "mlp", t));
+  EXPECT_EQ(laneNames(t), (std::vector<std::string>{"cpu", "transfers"}));
+  ASSERT_EQ(t.events.size(), stepCount(r.out));
+  ASSERT_EQ(t.events.size(), 4u);
+  const Json &first = *t.events[0];
+  EXPECT_EQ(first.text("name"), "linear %h");
+  const Json &args = *first.get("args");
+  EXPECT_EQ(args.text("op"), "linear");
+  EXPECT_EQ(args.text("result"), "%h");
+  EXPECT_EQ(args.text("type"), "f32[32,256]");
+  EXPECT_EQ(args.text("device"), "cpu");
+  ASSERT_NE(args.get("bytes"), nullptr);
+  EXPECT_EQ(args.get("bytes")->number, 32 * 256 * 4);
+  EXPECT_EQ(args.text("location"), model + ":9:3");
+  for (const Json *e : t.events) {
+    const Json &a = *e->get("args");
+    EXPECT_EQ(e->text("name"), a.text("op") + " " + a.text("result"));
+    EXPECT_EQ(t.lane(*e), a.text("device")) << e->text("name");
+    EXPECT_TRUE(contains(a.text("location"), "mlp.fy:")) << e->text("name");
+  }
+}
+
+// A linear pinned to cpu:1: the input crosses over on the transfers lane, the rest runs on the
+// lanes of its devices; an input the session moves shows as a copy on the transfers lane too.
+TEST_F(FerryRun, TraceShowsTransfersOnTheirOwnLane) {
+  std::string text = readFile(example("mlp.fy"));
+  const std::string from = "  %h = linear(", to = "  %h @cpu:1 = linear(";
+  ASSERT_TRUE(contains(text, from));
+  text.replace(text.find(from), from.size(), to);
+  const std::string model = write("pinned.fy", text), file = path("pinned.json");
+  Result r = run(shellQuote(model) + " --devices cpu,cpu:1 --placement auto --random-inputs" +
+                 " --trace " + shellQuote(file));
+  ASSERT_EQ(r.exit, 0) << r.err;
+  Trace t;
+  ASSERT_NO_FATAL_FAILURE(readTrace(file, "mlp", t));
+  EXPECT_EQ(laneNames(t), (std::vector<std::string>{"cpu", "cpu:1", "transfers"}));
+  ASSERT_EQ(t.events.size(), stepCount(r.out));
+  size_t transfers = 0;
+  for (const Json *e : t.events) {
+    const Json &a = *e->get("args");
+    if (a.text("op") == "transfer") {
+      ++transfers;
+      EXPECT_EQ(t.lane(*e), "transfers") << e->text("name");
+      EXPECT_NE(a.text("from"), a.text("device")) << e->text("name");
+    } else {
+      EXPECT_EQ(t.lane(*e), a.text("device")) << e->text("name");
+    }
+    if (a.text("result") == "%h") {
+      EXPECT_EQ(t.lane(*e), "cpu:1");
+    }
+  }
+  EXPECT_GE(transfers, 1u);
+  EXPECT_TRUE(contains(r.out, "last run: " + std::to_string(transfers) + " transfers")) << r.out;
+
+  const std::string moved = write("moved.fy", kInputOnCpu1), movedFile = path("moved.json");
+  Result m = run(shellQuote(moved) + " --devices cpu,cpu:1 --random-inputs --trace " +
+                 shellQuote(movedFile));
+  ASSERT_EQ(m.exit, 0) << m.err;
+  Trace mt;
+  ASSERT_NO_FATAL_FAILURE(readTrace(movedFile, "moved", mt));
+  ASSERT_EQ(mt.events.size(), stepCount(m.out) + 1);  // the input copy, then the steps
+  EXPECT_EQ(mt.events[0]->text("name"), "copy inputs (1 moved)");
+  EXPECT_EQ(mt.lane(*mt.events[0]), "transfers");
+  EXPECT_LE(mt.events[0]->get("ts")->number + mt.events[0]->get("dur")->number,
+            mt.events[1]->get("ts")->number + 0.002);
+}
+
+TEST_F(FerryRun, HelpListsTrace) {
+  Result r = run("--help");
+  EXPECT_EQ(r.exit, 0);
+  EXPECT_TRUE(contains(r.out, "--trace FILE.json")) << r.out;
+  EXPECT_TRUE(contains(r.out, "Chrome trace")) << r.out;
+}
+
+TEST_F(FerryRun, TraceToAPathThatCannotBeWrittenIsAUsageError) {
+  const std::string model = example("mlp.fy").string();
+  const std::string missing = path("no/such/folder/t.json");
+  Result r = run(shellQuote(model) + " --random-inputs --trace " + shellQuote(missing));
+  EXPECT_EQ(r.exit, 2);
+  EXPECT_EQ(r.out, "");  // found before the model is built and run
+  EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
+  EXPECT_TRUE(r.err.starts_with("ferry-run: error: --trace: cannot write '" + missing + "'"))
+      << r.err;
+  Result folder = run(shellQuote(model) + " --random-inputs --trace " + shellQuote(dir_.string()));
+  EXPECT_EQ(folder.exit, 2);
+  EXPECT_EQ(count(folder.err, "\n"), 1u) << folder.err;
+  EXPECT_TRUE(contains(folder.err, "--trace: '" + dir_.string() + "' is a folder")) << folder.err;
+  // A write that fails only when it happens, after the runs: the stream's error, still one line.
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full to fail a write";
+  Result full = run(shellQuote(model) + " --random-inputs --iterations 1 --trace /dev/full");
+  EXPECT_EQ(full.exit, 2);
+  EXPECT_EQ(full.err, "ferry-run: error: --trace: cannot write '/dev/full': No space left on "
+                      "device\n");
+  EXPECT_TRUE(fs::exists("/dev/full"));
 }
 
 }  // namespace

@@ -9,11 +9,14 @@
 //   3. inputs      --input files by name, random ones for the rest (2)
 //   4. runs        --warmup untimed, then --iterations timed runs on one Session (1; the
 //                  Session's input check is a usage error, 2)
-//   5. report      outputs, timings, the slowest steps on stdout; outputs to --output-dir
+//   5. report      outputs, timings, the slowest steps on stdout; the last timed run as a
+//                  Chrome trace to --trace; outputs to --output-dir (2 unwritable)
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -29,6 +32,7 @@
 #include "runtime/session.h"
 #include "tools/common/compile_flags.h"
 #include "tools/ferry-run/report.h"
+#include "tools/ferry-run/trace.h"
 
 namespace ferry {
 
@@ -52,6 +56,7 @@ struct Options {
   std::vector<std::string> inputs;
   std::string randomSeed;  // "" when --random-inputs is not given
   std::string outputDir;
+  std::string trace;
   std::string iterations = "10";
   std::string warmup = "1";
   bool outputsOnDevice = false;
@@ -74,6 +79,19 @@ int usageFailure(const std::string &message) {
 
 void printDiagnostics(std::span<const Diagnostic> ds) {
   if (!ds.empty()) std::cerr << renderText(ds, RenderOptions{.snippet = true});
+}
+
+// A trace file that cannot be written is better found before the runs than after them; what
+// this cannot foresee (permissions, a full disk) writeTrace() reports.
+Status checkTracePath(const std::string &path) {
+  if (path.empty()) return {};
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    return flagError("--trace", "'" + path + "' is a folder; expected a file name");
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    return flagError("--trace", "cannot write '" + path + "': no folder '" + parent.string() + "'");
+  return {};
 }
 
 Status checkFlags(const Options &o, Plan &p) {
@@ -99,7 +117,7 @@ Status checkFlags(const Options &o, Plan &p) {
   std::error_code ec;
   if (!o.outputDir.empty() && fs::exists(o.outputDir, ec) && !fs::is_directory(o.outputDir, ec))
     return flagError("--output-dir", "'" + o.outputDir + "' exists and is not a folder");
-  return {};
+  return checkTracePath(o.trace);
 }
 
 // A saved executable starts with the magic (a truncated one with part of it); a .fy model is
@@ -234,6 +252,23 @@ int writeOutputs(const std::vector<NamedTensor> &outputs, const std::string &dir
   return kOk;
 }
 
+// The whole file or none of it: a partial trace is removed, so that no viewer opens it (only a
+// plain file: a path such as /dev/full is not ours to remove).
+int writeTrace(const std::string &json, const std::string &path) {
+  errno = 0;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << json;
+  out.close();
+  if (!out) {
+    const std::string why = errno != 0 ? std::strerror(errno) : "write failed";
+    std::error_code ec;
+    if (fs::is_regular_file(path, ec)) fs::remove(path, ec);
+    return usageFailure("--trace: cannot write '" + path + "': " + why);
+  }
+  std::cout << "wrote " << path << " (trace of the last timed run)\n";
+  return kOk;
+}
+
 // CLI11 names a flag with a default value "--random-inputs{0}" in --help; its type name says it.
 class HelpFormatter : public CLI::Formatter {
  public:
@@ -295,6 +330,11 @@ int run(const Options &o) {
     std::cout << "output " << summarizeTensor(out.name, out.tensor) << "\n";
   std::cout << renderTimings(*session, timed, static_cast<int>(p.warmup));
   std::cout << std::flush;
+  if (!o.trace.empty()) {
+    const std::string json =
+        renderTrace(session->executable(), timed.back().stats, session->executable().name);
+    if (int status = writeTrace(json, o.trace); status != kOk) return status;
+  }
   if (!o.outputDir.empty()) return writeOutputs(outputs, o.outputDir);
   return kOk;
 }
@@ -321,6 +361,9 @@ int main(int argc, char **argv) {
   app.add_option("--output-dir", o.outputDir,
                  "Write outputs to DIR/NAME.npy ('/' and such in NAME become '_')")
       ->type_name("DIR");
+  app.add_option("--trace", o.trace,
+                 "Write the last timed run as a Chrome trace, for ui.perfetto.dev")
+      ->type_name("FILE.json");
   app.add_option("--iterations", o.iterations, "Timed runs (at least 1)")
       ->type_name("N")
       ->capture_default_str();

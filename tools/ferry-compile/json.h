@@ -1,0 +1,34 @@
+// tools/ferry-compile/json.h — a compile as JSON (ferry-compile --emit json): the placement
+// manifest, format "ferry.graph" version 2, whose schema is docs/manifest.md.
+#pragma once
+
+#include <string>
+
+#include "passes/compile.h"
+#include "tools/ferry-compile/emit.h"
+
+namespace ferry {
+
+/// The "version" emitManifest writes. Version 2 adds fields to version 1 and removes or renames
+/// none (docs/manifest.md lists what each version added).
+inline constexpr int kManifestVersion = 2;
+
+/// The placement manifest of a compile as one JSON document, laid out as docs/manifest.md
+/// specifies: the options that decide placement; the graph's inputs, params, nodes (in
+/// topological order) and outputs, each value with its device and dtype and the reason for each
+/// (structured and as one line of text); every transfer and cast with its bytes per run; the
+/// statistics (no pass timings) and the compile's diagnostics. Deterministic: the same model text,
+/// model path (locations quote it as given), options and ferry build give the same bytes. With
+/// `emit.locations` off no location appears, neither in "location" fields (null) nor in texts.
+/// Any result can be written, a rejected or stopped one too: values not placed yet have a null
+/// device and reasons of kind "none".
+std::string emitManifest(const CompileResult &result, const CompileOptions &options,
+                         const EmitOptions &emit = {});
+
+/// The graph alone in the layout of version 1 ({"format": "ferry.graph", "version": 1, "graph",
+/// "inputs", "params", "nodes", "outputs"}): what `--emit json` wrote before the manifest, kept
+/// for callers that have only a Graph. Every field it writes is in the manifest, with the same
+/// name and meaning.
+std::string emitJson(const Graph &graph, const EmitOptions &options = {});
+
+}  // namespace ferry

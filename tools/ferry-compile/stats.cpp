@@ -1,0 +1,152 @@
+// tools/ferry-compile/stats.cpp — a compile's statistics as text.
+#include "tools/ferry-compile/stats.h"
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
+#include <vector>
+
+namespace ferry {
+
+namespace {
+
+// 3 significant digits in the unit that suits the magnitude: "12.3 us".
+std::string seconds(double s) {
+  const char *unit = "s";
+  if (s < 1e-6) {
+    s *= 1e9;
+    unit = "ns";
+  } else if (s < 1e-3) {
+    s *= 1e6;
+    unit = "us";
+  } else if (s < 1) {
+    s *= 1e3;
+    unit = "ms";
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g %s", s, unit);
+  return buf;
+}
+
+std::string bytesStr(int64_t n) { return std::to_string(n) + (n == 1 ? " byte" : " bytes"); }
+
+// Transfers in the final graph by direction (h2d, d2h, d2d, h2h), classified as describeGraph
+// classifies their bytes.
+std::array<int, 4> transfersByDirection(const Graph &g) {
+  std::array<int, 4> n{};
+  for (NodeId id : g.order()) {
+    const Node &node = g.node(id);
+    const std::optional<Device> &to = g.value(node.result).device;
+    if (node.op != OpKind::Transfer || !to) continue;
+    Device from = g.value(node.operands[0]).device.value_or(*to);
+    ++n[from.isHost() && to->isHost() ? 3 : from.isHost() ? 0 : to->isHost() ? 1 : 2];
+  }
+  return n;
+}
+
+// "1.23 M" style: 3 significant digits and a decimal prefix.
+std::string quantity(double v, const char *unit) {
+  const char *prefix[] = {"", "k", "M", "G", "T", "P"};
+  size_t i = 0;
+  while (v >= 999.5 && i + 1 < std::size(prefix)) v /= 1000, ++i;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g %s%s", v, prefix[i], unit);
+  return buf;
+}
+
+// Bytes in binary units: "98.0 KiB".
+std::string binaryBytes(double b) {
+  const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  size_t i = 0;
+  while (b >= 1024 && i + 1 < std::size(unit)) b /= 1024, ++i;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, i == 0 ? "%.0f %s" : "%.1f %s", b, unit[i]);
+  return buf;
+}
+
+struct DeviceTotals {
+  int nodes = 0;
+  double flops = 0, bytes = 0, weightBytes = 0;
+};
+
+}  // namespace
+
+std::string renderSummary(const CompileResult &result,
+                          const std::map<Device, size_t> &workspaceBytes) {
+  const Graph &g = result.graph;
+  std::map<Device, DeviceTotals> per;
+  for (const ParamDecl &p : g.params())
+    if (const std::optional<Device> &d = g.value(p.value).device)
+      per[*d].weightBytes += static_cast<double>(g.value(p.value).type.byteSize());
+  std::vector<TensorType> types;
+  for (NodeId id : g.order()) {
+    const Node &n = g.node(id);
+    const Value &r = g.value(n.result);
+    if (n.op == OpKind::Transfer || !r.device) continue;
+    types.clear();
+    for (ValueId o : n.operands) types.push_back(g.value(o).type);
+    const OpCost c = opCost(n.info(), types, n.attrs, r.type);
+    DeviceTotals &t = per[*r.device];
+    ++t.nodes;
+    t.flops += c.flops;
+    t.bytes += c.bytes;
+  }
+  for (const auto &[d, bytes] : workspaceBytes) per[d];  // a device with inputs only
+  std::string s = "\n# summary of '" + g.name() + "', per run:\n";
+  for (const auto &[d, t] : per) {
+    auto ws = workspaceBytes.find(d);
+    s += "#   @" + d.str() + ": " + std::to_string(t.nodes) +
+         (t.nodes == 1 ? " node, " : " nodes, ") + quantity(t.flops, "FLOP") + ", " +
+         binaryBytes(t.bytes) + " read and written, weights " + binaryBytes(t.weightBytes) +
+         ", peak workspace " +
+         (ws != workspaceBytes.end() ? binaryBytes(static_cast<double>(ws->second))
+                                     : std::string("unknown")) +
+         "\n";
+  }
+  const CompileStats &st = result.stats;
+  s += "#   transfers: " + std::to_string(st.transfers) + ", " +
+       binaryBytes(static_cast<double>(st.transferBytes)) + "\n";
+  s += "#   casts: " + std::to_string(st.casts) + " in the graph (" +
+       std::to_string(st.castsInserted) + " inserted, " + std::to_string(st.castsFolded) +
+       " folded into params, " + std::to_string(st.castsRemoved) + " removed)\n";
+  return s;
+}
+
+std::string renderStats(const CompileResult &result, const CompileOptions &options,
+                        const StatsOptions &statsOptions) {
+  const CompileStats &st = result.stats;
+  std::string devices;
+  for (Device d : options.devices) devices += (devices.empty() ? "" : ",") + d.str();
+  std::string s = "statistics for '" + result.graph.name() + "' (placement " +
+                  std::string(placementPolicyName(options.placement)) + ", dtype " +
+                  options.dtype.str() + ", devices " + devices + ", target " +
+                  options.target.str() + "):\n";
+  s += "  transfers: " + std::to_string(st.transfers) + " per run, " + bytesStr(st.transferBytes) +
+       "\n";
+  std::array<int, 4> count = transfersByDirection(result.graph);
+  const std::array<int64_t, 4> bytes = {st.h2dBytes, st.d2hBytes, st.d2dBytes, st.h2hBytes};
+  const std::array<const char *, 4> names = {"h2d", "d2h", "d2d", "h2h"};
+  for (size_t i = 0; i < names.size(); ++i)
+    s += std::string("    ") + names[i] + ": " + std::to_string(count[i]) + ", " +
+         bytesStr(bytes[i]) + "\n";
+  s += "  casts: " + std::to_string(st.casts) + " in the graph; " +
+       std::to_string(st.castsInserted) + " inserted, " + std::to_string(st.castsFolded) +
+       " folded into params, " + std::to_string(st.castsRemoved) + " removed\n";
+  s += "  removed: " + std::to_string(st.transfersRemoved) + " transfers, " +
+       std::to_string(st.nodesRemoved) + " dead nodes\n";
+  std::string perDevice;
+  for (const auto &[device, n] : st.nodesPerDevice)
+    perDevice += (perDevice.empty() ? "" : ", ") + device.str() + " " + std::to_string(n);
+  s += "  nodes per device: " + (perDevice.empty() ? "none placed" : perDevice) + "\n";
+  s += "  estimated time: " + seconds(st.estimatedSeconds) + " per run\n";
+  if (statsOptions.timings) {
+    std::string times;
+    for (const auto &[pass, t] : st.passSeconds)
+      times += (times.empty() ? "" : ", ") + pass + " " + seconds(t);
+    s += "  pass times: " + times + " (stopped after " + result.lastPass + ")\n";
+  }
+  return s;
+}
+
+}  // namespace ferry

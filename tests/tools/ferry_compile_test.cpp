@@ -626,9 +626,10 @@ TEST_F(FerryCompile, ARejectedGraphIsDrawnWithItsErrorsInRed) {
   EXPECT_EQ(text.out, "");
 }
 
-// Goldens of the shipped examples: text (with its summary) and DOT, for mlp.fy with the defaults
-// and mlp_split.fy on cpu,cpu:1 with auto placement. Run from the repository root, so locations
-// read examples/...; FERRY_UPDATE_GOLDEN=1 rewrites the files instead of comparing.
+// Goldens of the shipped examples: text (with its summary) and DOT, for mlp.fy and cnn.fy with the
+// defaults and mlp_split.fy on cpu,cpu:1 with auto placement (its JSON: manifest_test.cpp). Run
+// from the repository root, so locations read examples/...; FERRY_UPDATE_GOLDEN=1 rewrites the
+// files instead of comparing.
 TEST_F(FerryCompile, ExamplesMatchTheirGoldens) {
   const fs::path root = FERRY_SOURCE_DIR, previous = fs::current_path();
   fs::current_path(root);
@@ -636,10 +637,10 @@ TEST_F(FerryCompile, ExamplesMatchTheirGoldens) {
     std::string args, golden;
   };
   const std::string split = "--devices cpu,cpu:1 --placement auto examples/mlp_split.fy";
-  const Case cases[] = {{"examples/mlp.fy", "mlp.fy.txt"},
-                        {"--emit dot examples/mlp.fy", "mlp.dot"},
-                        {split, "mlp_split.fy.txt"},
-                        {"--emit dot " + split, "mlp_split.dot"}};
+  const Case cases[] = {
+      {"examples/mlp.fy", "mlp.fy.txt"}, {"--emit dot examples/mlp.fy", "mlp.dot"},
+      {split, "mlp_split.fy.txt"},       {"--emit dot " + split, "mlp_split.dot"},
+      {"examples/cnn.fy", "cnn.fy.txt"}, {"--emit dot examples/cnn.fy", "cnn.dot"}};
   const bool update = std::getenv("FERRY_UPDATE_GOLDEN") != nullptr;
   for (const Case &c : cases) {
     Result r = run(c.args);

@@ -232,23 +232,27 @@ class DotWriter {
             "\", fontcolor=\"" + std::string(kTransferColour) + "\"];\n";
   }
 
+  // Graphviz lays a rank's nodes out right to left in the order they are declared here, so the
+  // legend is declared backwards to read input, param, op, cast, transfer, devices.
   void legend() {
+    std::vector<std::string> items = {
+        "legend_in [shape=invhouse, label=\"input\"];",
+        "legend_param [shape=cylinder, label=\"param\"];",
+        "legend_op [shape=box, label=\"op\"];",
+        "legend_cast [shape=hexagon, style=\"filled,dashed\", color=\"" + std::string(kCastColour) +
+            "\", label=\"inserted cast\"];",
+        "legend_a [shape=point, width=0.05]; legend_b [shape=point, width=0.05];",
+        "legend_a -> legend_b [label=\"transfer\", style=bold, penwidth=2.5, color=\"" +
+            std::string(kTransferColour) + "\", fontcolor=\"" + std::string(kTransferColour) +
+            "\"];"};
+    for (size_t i = 0; i < devices_.size(); ++i)
+      items.push_back("legend_d" + std::to_string(i) + " [shape=box, style=\"filled,rounded\", " +
+                      "fillcolor=\"" + std::string(kPalette[i % kPalette.size()].first) +
+                      "\", color=\"" + std::string(kPalette[i % kPalette.size()].second) +
+                      "\", label=" + dotString("@" + devices_[i].str()) + "];");
     out_ += "  subgraph cluster_legend {\n";
     out_ += "    label=\"legend\"; style=rounded; color=gray; fontname=\"monospace\";\n";
-    out_ += "    legend_in [shape=invhouse, label=\"input\"];\n";
-    out_ += "    legend_param [shape=cylinder, label=\"param\"];\n";
-    out_ += "    legend_op [shape=box, label=\"op\"];\n";
-    out_ += "    legend_cast [shape=hexagon, style=\"filled,dashed\", color=\"" +
-            std::string(kCastColour) + "\", label=\"inserted cast\"];\n";
-    out_ += "    legend_a [shape=point, width=0.05]; legend_b [shape=point, width=0.05];\n";
-    out_ += "    legend_a -> legend_b [label=\"transfer\", style=bold, penwidth=2.5, color=\"" +
-            std::string(kTransferColour) + "\", fontcolor=\"" + std::string(kTransferColour) +
-            "\"];\n";
-    for (size_t i = 0; i < devices_.size(); ++i)
-      out_ += "    legend_d" + std::to_string(i) + " [shape=box, style=\"filled,rounded\", " +
-              "fillcolor=\"" + std::string(kPalette[i % kPalette.size()].first) + "\", color=\"" +
-              std::string(kPalette[i % kPalette.size()].second) +
-              "\", label=" + dotString("@" + devices_[i].str()) + "];\n";
+    for (auto it = items.rbegin(); it != items.rend(); ++it) out_ += "    " + *it + "\n";
     out_ += "  }\n";
   }
 

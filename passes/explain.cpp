@@ -53,10 +53,14 @@ std::string step(const Graph &g, ValueId v, ValueId &next, bool text) {
       return (r.detail.empty() ? "cost model" : r.detail) + ": next to its consumer " +
              ref(g, r.from);
     case Reason::Kind::Rule: return r.detail.empty() ? "rule" : r.detail;
-    case Reason::Kind::Inserted:  // a detail says what was made (a fold, a moved cast)
+    case Reason::Kind::Inserted: {  // a detail says what was made (a fold, a moved cast)
       if (!r.detail.empty()) return r.detail + at(r.loc);
-      return "transfer" + std::string(hasFrom ? " of %" + g.value(r.from).name : "") +
-             " inserted for its use" + at(r.loc);
+      const Node *made = g.producer(v);
+      const bool cast = made != nullptr && made->op == OpKind::Cast;
+      return (cast ? "cast" : "transfer") +
+             std::string(hasFrom ? " of %" + g.value(r.from).name : "") + " inserted for its use" +
+             at(r.loc);
+    }
   }
   return "?";
 }

@@ -105,4 +105,52 @@ std::string explainDevice(const Graph &g, ValueId v) {
   return s;
 }
 
+std::vector<std::string> explainDevices(const Graph &g) {
+  const size_t n = g.valueCount();
+  std::vector<ValueId> next(n, -1);
+  for (size_t v = 0; v < n; ++v) step(g, static_cast<ValueId>(v), next[v], /*text=*/false);
+  // Each chain's length and the value where its last kTail steps start, from the far end of the
+  // chain back, so a value's come from the next one's. Values on a cycle (a hand-edited graph)
+  // or on a chain too long to show whole are explained one by one, as explainDevice does.
+  std::vector<size_t> length(n, 0);
+  std::vector<ValueId> tail(n, -1);
+  std::vector<uint8_t> state(n, 0);  // 0 not seen, 1 on the current path, 2 done
+  std::vector<bool> alone(n, false);
+  std::vector<ValueId> path;
+  for (size_t start = 0; start < n; ++start) {
+    ValueId v = static_cast<ValueId>(start);
+    for (; v >= 0 && state[v] == 0; v = next[v]) {
+      state[v] = 1;
+      path.push_back(v);
+    }
+    size_t base = v >= 0 && state[v] == 2 ? length[v] : 0;
+    bool cycle = v >= 0 && state[v] == 1, slow = cycle || (v >= 0 && alone[v]);
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      const ValueId x = *it;
+      state[x] = 2;
+      length[x] = ++base;
+      alone[x] = slow = slow || base > kMaxSteps;
+      tail[x] = base == kTail ? x : base > kTail && next[x] >= 0 ? tail[next[x]] : -1;
+    }
+    path.clear();
+  }
+  std::vector<std::string> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ValueId v = static_cast<ValueId>(i);
+    if (alone[i]) {
+      out[i] = explainDevice(g, v);
+      continue;
+    }
+    std::string &s = out[i];
+    const bool cut = length[i] > kHead + kTail + 1;
+    ValueId at = v, ignored;
+    for (size_t k = 0; at >= 0 && (!cut || k < kHead); ++k, at = next[at])
+      s += (k ? " <- " : "") + step(g, at, ignored, /*text=*/true);
+    if (!cut) continue;
+    s += " <- ... (" + std::to_string(length[i] - kHead - kTail) + " more)";
+    for (at = tail[i]; at >= 0; at = next[at]) s += " <- " + step(g, at, ignored, /*text=*/true);
+  }
+  return out;
+}
+
 }  // namespace ferry

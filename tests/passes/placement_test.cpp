@@ -627,6 +627,40 @@ TEST(Explain, LongChainsKeepTheirEnds) {
   EXPECT_EQ(explainDevice(unplaced, id(unplaced, "r3")), "not placed");
 }
 
+// explainDevices (every value at once, linear) says what explainDevice says value by value.
+void expectAllExplainedAlike(const Graph &g) {
+  const std::vector<std::string> all = explainDevices(g);
+  ASSERT_EQ(all.size(), g.valueCount());
+  for (size_t v = 0; v < all.size(); ++v)
+    EXPECT_EQ(all[v], explainDevice(g, static_cast<ValueId>(v)))
+        << "%" << g.value(static_cast<ValueId>(v)).name;
+}
+
+TEST(Explain, AllValuesAtOnceMatchOneByOne) {
+  for (int length : {1, 6, 7, 8, 9, 30}) {  // around the cut: 4 head + 3 tail steps
+    std::string src = "graph g {\n  input %x : f32[4] @cuda:0\n";
+    std::string prev = "x";
+    for (int i = 0; i < length; ++i) {
+      src += "  %r" + std::to_string(i) + " = relu(%" + prev + ")\n";
+      prev = "r" + std::to_string(i);
+    }
+    src += "  output %" + prev + "\n}\n";
+    CompileResult r = place(src, options(kStrict));
+    ASSERT_TRUE(r.ok());
+    expectAllExplainedAlike(r.graph);
+    expectAllExplainedAlike(parse(src));  // nothing placed
+  }
+  CompileOptions slowLink = options(kAuto);
+  slowLink.cost.hostToDevice = slowLink.cost.deviceToHost = {1e9, 1e-6};
+  for (const auto &[src, o] : {std::pair{story3(64), options(kAuto)},
+                               {story3(1), slowLink},
+                               {replaceAll(kStory7, " PIN", ""), noCudaSoftmax(kAuto)}}) {
+    CompileResult r = place(src, o);
+    ASSERT_TRUE(r.ok()) << text(r);
+    expectAllExplainedAlike(r.graph);
+  }
+}
+
 TEST(Explain, UnconstrainedValuesGoToTheTarget) {
   CompileOptions o = options(kStrict);
   o.target = Device::cuda(0);

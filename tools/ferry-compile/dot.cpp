@@ -81,7 +81,8 @@ std::string bytesText(int64_t b) {
 // diagnostics of a rejected compile on their nodes.
 class DotWriter {
  public:
-  DotWriter(const Graph &g, const DotOptions &o) : g_(g), o_(o) {
+  DotWriter(const Graph &g, const DotOptions &o)
+      : g_(g), o_(o), explained_(o.locations ? explainDevices(g) : std::vector<std::string>{}) {
     for (Device d : o.devices) deviceIndex(d);
     for (const Diagnostic &d : o.diagnostics)
       if (d.severity == Severity::Error && d.loc.known()) {
@@ -261,12 +262,13 @@ class DotWriter {
   std::string tooltip(const Location &loc, ValueId v) const {
     if (!o_.locations) return "";
     std::string tip = loc.known() ? loc.str() : "";
-    if (g_.value(v).device) tip += (tip.empty() ? "" : ": ") + explainDevice(g_, v);
+    if (g_.value(v).device) tip += (tip.empty() ? "" : ": ") + explained_[static_cast<size_t>(v)];
     return tip.empty() ? "" : ", tooltip=" + dotString(tip);
   }
 
   const Graph &g_;
   const DotOptions &o_;
+  std::vector<std::string> explained_;  // tooltips: why each value is on its device
   std::vector<Device> devices_;
   std::map<size_t, std::string> clusters_;  // by device index
   std::string unplaced_;

@@ -134,6 +134,7 @@ class Writer {
          std::span<const Diagnostic> diagnostics = {})
       : g_(g), emit_(emit), manifest_(manifest) {
     if (!manifest_) return;
+    explained_ = explainDevices(g_);
     listed_.assign(g_.valueCount(), false);
     for (const InputDecl &in : g_.inputs()) listed_[in.value] = true;
     for (const ParamDecl &p : g_.params()) listed_[p.value] = true;
@@ -233,7 +234,7 @@ class Writer {
                       (from && to ? jsonString(kDirectionNames[direction(*from, *to)]) : "null") +
                       ", \"bytes\": " + std::to_string(r.type.byteSize()) +
                       ", \"inserted\": " + jsonBool(n.inserted) + ", \"reason\": " +
-                      reason(g_.deviceReason(r.id), explainDevice(g_, r.id)) + "}");
+                      reason(g_.deviceReason(r.id), explained_[static_cast<size_t>(r.id)]) + "}");
     }
     return jsonArray(items);
   }
@@ -339,7 +340,8 @@ class Writer {
   // The version 2 fields of value `v`: why it is on its device and why it has its dtype.
   std::string reasons(ValueId v) const {
     if (!manifest_) return "";
-    return ", \"device_reason\": " + reason(g_.deviceReason(v), explainDevice(g_, v)) +
+    return ", \"device_reason\": " +
+           reason(g_.deviceReason(v), explained_[static_cast<size_t>(v)]) +
            ", \"dtype_reason\": " + reason(g_.dtypeReason(v), dtypeText(v));
   }
 
@@ -428,6 +430,7 @@ class Writer {
   }
 
   const Graph &g_;
+  std::vector<std::string> explained_;  // manifest: explainDevices, why each value is where it is
   const EmitOptions &emit_;
   const bool manifest_;
   std::vector<bool> listed_;     // per value: in the manifest (manifest only)

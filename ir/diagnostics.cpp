@@ -2,12 +2,32 @@
 #include "ir/diagnostics.h"
 
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
+#include <unordered_set>
 
 #include "ir/json.h"
 
 namespace ferry {
+
+namespace {
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
+}  // namespace
+
+FileName::FileName(std::string_view name) {
+  if (name.empty()) return;
+  // Node-based: an interned string never moves while more are added.
+  static std::mutex mutex;
+  static std::unordered_set<std::string, NameHash, std::equal_to<>> names;
+  std::lock_guard lock(mutex);
+  auto it = names.find(name);
+  if (it == names.end()) it = names.emplace(name).first;
+  name_ = &*it;
+}
 
 std::string Location::str() const {
   if (!known()) return file.empty() ? "<unknown>" : file.str();

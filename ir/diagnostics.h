@@ -2,7 +2,6 @@
 // fixes}.
 #pragma once
 
-#include <memory>
 #include <ostream>
 #include <span>
 #include <string>
@@ -11,14 +10,15 @@
 
 namespace ferry {
 
-/// A source file's name, shared: every node, param and reason carries a Location, and copying
-/// one copies a pointer, not the path (builder paths are absolute and long). Converts from and
-/// to strings.
+/// A source file's name, interned: every node, param and reason carries a Location, and equal
+/// names are one string for the life of the process, so a FileName is a pointer — copied and
+/// compared without touching the text or a reference count (builder paths are absolute and
+/// long, and a large graph copies millions of Locations). A program names few files; each
+/// distinct name is kept once, never freed. Converts from and to strings; thread-safe.
 class FileName {
  public:
   FileName() = default;
-  FileName(std::string_view name)
-      : name_(name.empty() ? nullptr : std::make_shared<const std::string>(name)) {}
+  FileName(std::string_view name);
   FileName(const std::string &name) : FileName(std::string_view(name)) {}
   FileName(const char *name) : FileName(std::string_view(name)) {}
 
@@ -27,13 +27,11 @@ class FileName {
   std::string str() const { return std::string(view()); }
   bool empty() const { return !name_; }
 
-  friend bool operator==(const FileName &a, const FileName &b) {
-    return a.name_ == b.name_ || a.view() == b.view();
-  }
-  friend std::ostream &operator<<(std::ostream &out, const FileName &f) { return out << f.view(); }
+  friend bool operator==(FileName a, FileName b) { return a.name_ == b.name_; }
+  friend std::ostream &operator<<(std::ostream &out, FileName f) { return out << f.view(); }
 
  private:
-  std::shared_ptr<const std::string> name_;  // null: no file
+  const std::string *name_ = nullptr;  // null: no file
 };
 
 /// Where something came from: a builder call (`std::source_location`), a line of a `.fy`

@@ -14,6 +14,7 @@
 #include "ir/device.h"
 #include "ir/diagnostics.h"
 #include "ir/ops.h"
+#include "ir/shared_text.h"
 #include "ir/tensor_data.h"
 #include "ir/types.h"
 
@@ -43,7 +44,7 @@ struct Reason {
   Kind kind = Kind::None;
   ValueId from = -1;
   Location loc;
-  std::string detail;
+  SharedText detail;  ///< most texts are shared by many values: stored once
 };
 
 /// An SSA tensor. `device` is unset until placement decides it (inputs: their declared device).

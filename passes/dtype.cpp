@@ -159,7 +159,7 @@ class DTypePass {
     Compute c;
     if (op.dtypeRule != DTypeRule::FromAttr && first) c = decide(n, op, *first, common.get());
 
-    const std::string *detail = nullptr;  // why, built only when something is cast or chosen
+    const SharedText *detail = nullptr;  // why, built only when something is cast or chosen
     bool casted = false;
     if (c.source != Source::None) {
       for (size_t i = 0; i < g_.node(id).operands.size(); ++i) {
@@ -212,7 +212,7 @@ class DTypePass {
   // dtypes, so the result keeps its shape and takes the dtype the op's rule gives (verify()
   // re-checks both with inferType after the pass). inferType runs only to word an error, so the
   // common path builds no strings.
-  bool reinfer(NodeId id, const Compute &c, const std::string *detail) {
+  bool reinfer(NodeId id, const Compute &c, const SharedText *detail) {
     const Node &n = g_.node(id);
     const OpInfo &op = n.info();
     if (op.dtypeRule == DTypeRule::FromAttr) return true;
@@ -245,7 +245,7 @@ class DTypePass {
     return true;
   }
 
-  void reportInferError(NodeId id, const Compute &c, const std::string *detail) {
+  void reportInferError(NodeId id, const Compute &c, const SharedText *detail) {
     const Node &n = g_.node(id);
     std::vector<TensorType> types;
     for (ValueId o : n.operands) types.push_back(g_.value(o).type);
@@ -272,7 +272,7 @@ class DTypePass {
   // The reason text for a node's compute dtype, from its operands as they are before casting.
   // Texts that depend only on the op or the operand dtypes are built once per run: a large graph
   // repeats a handful of them.
-  const std::string &describe(NodeId id, const Compute &c) {
+  const SharedText &describe(NodeId id, const Compute &c) {
     const Node &n = g_.node(id);
     const OpInfo &op = n.info();
     uint64_t key = static_cast<uint64_t>(c.source) << 60 | static_cast<uint64_t>(c.dtype) << 56;
@@ -314,15 +314,15 @@ class DTypePass {
       s += " -> " + name(c.dtype);
     }
     if (key == 0) {
-      uncached_ = std::move(s);
+      uncached_ = SharedText(s);
       return uncached_;
     }
-    return details_.emplace(key, std::move(s)).first->second;
+    return details_.emplace(key, SharedText(s)).first->second;
   }
 
   // The one cast of `v` to `dtype` on `device`, made on first request.
   ValueId castOf(ValueId v, DType dtype, std::optional<Device> device, Location loc,
-                 const std::string &detail) {
+                 const SharedText &detail) {
     uint64_t key =
         static_cast<uint64_t>(static_cast<uint32_t>(v)) << 32 | static_cast<uint64_t>(dtype) << 24;
     if (device)
@@ -457,11 +457,11 @@ class DTypePass {
   std::vector<uint8_t> flags_;       // per original value: kRetyped, kPoisoned
   std::vector<int32_t> position_;    // per node: its index in the order (casts: their anchor's)
   std::vector<DType> outputDTypes_;  // per output: its dtype before the pass
-  std::unordered_map<uint64_t, ValueId> casts_;      // (value, dtype, device) -> cast; lookup only
-  std::vector<std::pair<int32_t, NodeId>> pending_;  // casts and the index they follow (-1: top)
-  std::unordered_set<ValueId> renamed_;              // output casts that took an output's name
-  std::unordered_map<uint64_t, std::string> details_;  // describe()'s texts; lookup only
-  std::string uncached_;  // describe()'s latest text that is not cached
+  std::unordered_map<uint64_t, ValueId> casts_;       // (value, dtype, device) -> cast; lookup only
+  std::vector<std::pair<int32_t, NodeId>> pending_;   // casts and the index they follow (-1: top)
+  std::unordered_set<ValueId> renamed_;               // output casts that took an output's name
+  std::unordered_map<uint64_t, SharedText> details_;  // describe()'s texts; lookup only
+  SharedText uncached_;                               // describe()'s latest text that is not cached
 };
 
 }  // namespace

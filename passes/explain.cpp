@@ -47,12 +47,13 @@ std::string step(const Graph &g, ValueId v, ValueId &next, bool text) {
       return "from its consumer " + ref(g, r.from);
     case Reason::Kind::Target:
       return "nothing constrains it: default target " + (val.device ? val.device->str() : "?");
-    case Reason::Kind::Fallback: return (r.detail.empty() ? "fallback" : r.detail) + at(r.loc);
+    case Reason::Kind::Fallback:
+      return (r.detail.empty() ? std::string("fallback") : r.detail.str()) + at(r.loc);
     case Reason::Kind::CostModel:
-      if (!hasFrom) return r.detail.empty() ? "cost model" : r.detail;
-      return (r.detail.empty() ? "cost model" : r.detail) + ": next to its consumer " +
-             ref(g, r.from);
-    case Reason::Kind::Rule: return r.detail.empty() ? "rule" : r.detail;
+      if (!hasFrom) return r.detail.empty() ? std::string("cost model") : r.detail.str();
+      return (r.detail.empty() ? std::string("cost model") : r.detail.str()) +
+             ": next to its consumer " + ref(g, r.from);
+    case Reason::Kind::Rule: return r.detail.empty() ? std::string("rule") : r.detail.str();
     case Reason::Kind::Inserted: {  // a detail says what was made (a fold, a moved cast)
       if (!r.detail.empty()) return r.detail + at(r.loc);
       const Node *made = g.producer(v);

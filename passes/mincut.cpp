@@ -1,5 +1,6 @@
 // passes/mincut.cpp — Dinic's maximum flow: breadth-first levels, then blocking flows found by an
-// iterative depth-first search along edges that go one level up.
+// iterative depth-first search along arcs that go one level up. The source and sink have no
+// arcs: a vertex's residual capacity from the source or to the sink is a number of its own.
 #include "passes/mincut.h"
 
 #include <algorithm>
@@ -12,7 +13,15 @@ namespace ferry {
 void MinCut::clear(int32_t vertices) {
   FERRY_CHECK(vertices >= 0) << "vertex count " << vertices;
   vertices_ = vertices;
-  edge_.clear();
+  edges_.clear();
+  fromSource_.assign(static_cast<size_t>(vertices), 0);
+  toSink_.assign(static_cast<size_t>(vertices), 0);
+}
+
+int32_t MinCut::addVertex() {
+  fromSource_.push_back(0);
+  toSink_.push_back(0);
+  return vertices_++;
 }
 
 void MinCut::addEdge(int32_t from, int32_t to, double capacity) {
@@ -21,100 +30,161 @@ void MinCut::addEdge(int32_t from, int32_t to, double capacity) {
   FERRY_CHECK(capacity >= 0) << "capacity " << capacity;  // also rejects NaN
   // An empty edge can never carry flow; leaving it out keeps the search short.
   if (capacity == 0 || from == to) return;
-  edge_.push_back({from, to, capacity});
-  edge_.push_back({to, from, 0});
+  edges_.push_back({from, to, capacity});
 }
 
-bool MinCut::buildLevels(int32_t source, int32_t sink) {
+void MinCut::addTerminal(int32_t v, double fromSource, double toSink) {
+  FERRY_CHECK(v >= 0 && v < vertices_) << "vertex " << v << " of " << vertices_;
+  FERRY_CHECK(fromSource > -kInfinity && toSink > -kInfinity)  // also rejects NaN
+      << "terminal capacities " << fromSource << ", " << toSink;
+  fromSource_[static_cast<size_t>(v)] += fromSource;
+  toSink_[static_cast<size_t>(v)] += toSink;
+}
+
+// Edges at the terminals become terminal capacities; the others, arcs in both directions.
+void MinCut::buildArcs(int32_t source, int32_t sink) {
+  const auto n = static_cast<size_t>(vertices_);
+  first_.assign(n + 1, 0);
+  size_t kept = 0;
+  for (const Edge &e : edges_) {
+    if (e.from == source && e.to != sink) {
+      fromSource_[static_cast<size_t>(e.to)] += e.capacity;
+    } else if (e.to == sink && e.from != source) {
+      toSink_[static_cast<size_t>(e.from)] += e.capacity;
+    } else if (e.from != source && e.to != source && e.from != sink && e.to != sink) {
+      // Edges into the source or out of the sink carry no s-t flow: left out.
+      ++first_[static_cast<size_t>(e.from) + 1];
+      ++first_[static_cast<size_t>(e.to) + 1];
+      edges_[kept++] = e;
+    }
+  }
+  edges_.resize(kept);
+  for (size_t v = 0; v < n; ++v) first_[v + 1] += first_[v];
+  arc_.resize(static_cast<size_t>(first_[n]));
+  next_.assign(first_.begin(), first_.end() - 1);
+  for (const Edge &e : edges_) {
+    const int32_t i = next_[static_cast<size_t>(e.from)]++, j = next_[static_cast<size_t>(e.to)]++;
+    arc_[static_cast<size_t>(i)] = {e.to, j, e.capacity};
+    arc_[static_cast<size_t>(j)] = {e.from, i, 0};
+  }
+}
+
+bool MinCut::buildLevels() {
   std::fill(level_.begin(), level_.end(), -1);
   queue_.clear();
-  queue_.push_back(source);
-  level_[source] = 0;
+  for (int32_t v : sources_)
+    if (terminal_[static_cast<size_t>(v)] > 0) {
+      level_[static_cast<size_t>(v)] = 1;
+      queue_.push_back(v);
+    }
+  sinkLevel_ = INT32_MAX;
   for (size_t head = 0; head < queue_.size(); ++head) {
-    int32_t v = queue_[head];
-    // Levels at or beyond the sink's lead nowhere useful in this phase.
-    if (level_[sink] >= 0 && level_[v] >= level_[sink]) break;
-    for (int32_t i = start_[v]; i < start_[v + 1]; ++i) {
-      const Edge &e = edge_[edges_[i]];
-      if (e.residual > 0 && level_[e.to] < 0) {
-        level_[e.to] = level_[v] + 1;
-        queue_.push_back(e.to);
+    const auto v = static_cast<size_t>(queue_[head]);
+    const int32_t next = level_[v] + 1;
+    if (terminal_[v] < 0) sinkLevel_ = std::min(sinkLevel_, next);
+    // Vertices at or beyond the sink's level lead nowhere useful in this phase.
+    if (next >= sinkLevel_) continue;
+    for (int32_t i = first_[v]; i < first_[v + 1]; ++i) {
+      const Arc &a = arc_[static_cast<size_t>(i)];
+      if (a.residual > 0 && level_[static_cast<size_t>(a.to)] < 0) {
+        level_[static_cast<size_t>(a.to)] = next;
+        queue_.push_back(a.to);
       }
     }
   }
-  return level_[sink] >= 0;
+  return sinkLevel_ != INT32_MAX;
 }
 
-double MinCut::blockingFlow(int32_t source, int32_t sink) {
-  std::copy(start_.begin(), start_.end() - 1, next_.begin());
-  path_.clear();
+double MinCut::blockingFlow() {
+  std::copy(first_.begin(), first_.end() - 1, next_.begin());
   double flow = 0;
-  int32_t v = source;
-  while (true) {
-    if (v == sink) {
-      double f = kInfinity;
-      for (int32_t e : path_) f = std::min(f, edge_[e].residual);
-      if (std::isinf(f)) return kInfinity;
-      for (int32_t e : path_) {
-        edge_[e].residual -= f;
-        edge_[e ^ 1].residual += f;
+  for (int32_t start : sources_) {
+    const auto s = static_cast<size_t>(start);
+    path_.clear();
+    pathVertex_.assign(1, start);
+    int32_t v = start;
+    while (terminal_[s] > 0 && level_[s] == 1) {
+      const auto at = static_cast<size_t>(v);
+      if (terminal_[at] < 0 && level_[at] + 1 == sinkLevel_) {
+        double f = std::min(terminal_[s], -terminal_[at]);
+        for (int32_t a : path_) f = std::min(f, arc_[static_cast<size_t>(a)].residual);
+        if (std::isinf(f)) return kInfinity;
+        terminal_[s] -= f;
+        terminal_[at] += f;
+        for (int32_t a : path_) {
+          Arc &arc = arc_[static_cast<size_t>(a)];
+          arc.residual -= f;
+          arc_[static_cast<size_t>(arc.rev)].residual += f;
+        }
+        flow += f;
+        // Resume from the tail of the first saturated arc: the path before it is still open.
+        // With none saturated, the source's or this vertex's terminal capacity is used up.
+        size_t k = 0;
+        while (k < path_.size() && arc_[static_cast<size_t>(path_[k])].residual > 0) ++k;
+        if (k < path_.size()) {
+          path_.resize(k);
+          pathVertex_.resize(k + 1);
+          v = pathVertex_.back();
+        }
+        continue;
       }
-      flow += f;
-      // Resume from the tail of the first saturated edge: the path before it is still open.
-      size_t k = 0;
-      while (edge_[path_[k]].residual > 0) ++k;
-      v = edge_[path_[k]].from;
-      path_.resize(k);
-      continue;
-    }
-    bool advanced = false;
-    for (; next_[v] < start_[v + 1]; ++next_[v]) {
-      int32_t e = edges_[next_[v]];
-      const Edge &edge = edge_[e];
-      if (edge.residual > 0 && level_[edge.to] == level_[v] + 1) {
-        path_.push_back(e);
-        v = edge.to;
-        advanced = true;
-        break;
+      bool advanced = false;
+      for (int32_t &i = next_[at]; i < first_[at + 1]; ++i) {
+        const Arc &a = arc_[static_cast<size_t>(i)];
+        if (a.residual > 0 && level_[static_cast<size_t>(a.to)] == level_[at] + 1) {
+          path_.push_back(i);
+          pathVertex_.push_back(a.to);
+          v = a.to;
+          advanced = true;
+          break;
+        }
       }
+      if (advanced) continue;
+      level_[at] = -1;  // a dead end for the rest of this phase
+      if (path_.empty()) break;
+      path_.pop_back();
+      pathVertex_.pop_back();
+      v = pathVertex_.back();
+      ++next_[static_cast<size_t>(v)];
     }
-    if (advanced) continue;
-    if (v == source) return flow;
-    level_[v] = -1;  // a dead end for the rest of this phase
-    int32_t e = path_.back();
-    path_.pop_back();
-    v = edge_[e].from;
-    ++next_[v];
   }
+  return flow;
 }
 
 void MinCut::markSides(int32_t source, int32_t sink, Ties ties) {
-  auto n = static_cast<size_t>(vertices_);
+  const auto n = static_cast<size_t>(vertices_);
   queue_.clear();
   if (ties == Ties::SmallSource) {
     sourceSide_.assign(n, 0);
-    sourceSide_[source] = 1;
-    queue_.push_back(source);
+    sourceSide_[static_cast<size_t>(source)] = 1;
+    for (int32_t v : sources_)
+      if (terminal_[static_cast<size_t>(v)] > 0 && !sourceSide_[static_cast<size_t>(v)]) {
+        sourceSide_[static_cast<size_t>(v)] = 1;
+        queue_.push_back(v);
+      }
     for (size_t head = 0; head < queue_.size(); ++head) {
-      int32_t v = queue_[head];
-      for (int32_t i = start_[v]; i < start_[v + 1]; ++i) {
-        const Edge &e = edge_[edges_[i]];
-        if (e.residual > 0 && !sourceSide_[e.to]) sourceSide_[e.to] = 1, queue_.push_back(e.to);
+      const auto v = static_cast<size_t>(queue_[head]);
+      for (int32_t i = first_[v]; i < first_[v + 1]; ++i) {
+        const Arc &a = arc_[static_cast<size_t>(i)];
+        if (a.residual > 0 && !sourceSide_[static_cast<size_t>(a.to)])
+          sourceSide_[static_cast<size_t>(a.to)] = 1, queue_.push_back(a.to);
       }
     }
     return;
   }
-  // Backwards from the sink: u reaches v when the edge u -> v (the pair of v's edge v -> u) has
+  // Backwards from the sink: u reaches v when the arc u -> v (the reverse of v's arc to u) has
   // residual capacity left.
   sourceSide_.assign(n, 1);
-  sourceSide_[sink] = 0;
-  queue_.push_back(sink);
+  sourceSide_[static_cast<size_t>(sink)] = 0;
+  for (size_t v = 0; v < n; ++v)
+    if (terminal_[v] < 0) sourceSide_[v] = 0, queue_.push_back(static_cast<int32_t>(v));
   for (size_t head = 0; head < queue_.size(); ++head) {
-    int32_t v = queue_[head];
-    for (int32_t i = start_[v]; i < start_[v + 1]; ++i) {
-      int32_t e = edges_[i];
-      int32_t u = edge_[e].to;
-      if (edge_[e ^ 1].residual > 0 && sourceSide_[u]) sourceSide_[u] = 0, queue_.push_back(u);
+    const auto v = static_cast<size_t>(queue_[head]);
+    for (int32_t i = first_[v]; i < first_[v + 1]; ++i) {
+      const Arc &a = arc_[static_cast<size_t>(i)];
+      const auto u = static_cast<size_t>(a.to);
+      if (arc_[static_cast<size_t>(a.rev)].residual > 0 && sourceSide_[u])
+        sourceSide_[u] = 0, queue_.push_back(a.to);
     }
   }
 }
@@ -122,26 +192,32 @@ void MinCut::markSides(int32_t source, int32_t sink, Ties ties) {
 double MinCut::solve(int32_t source, int32_t sink, Ties ties) {
   FERRY_CHECK(source != sink && source >= 0 && sink >= 0 && source < vertices_ && sink < vertices_)
       << "source " << source << ", sink " << sink;
-  auto n = static_cast<size_t>(vertices_);
-  start_.assign(n + 1, 0);
-  for (const Edge &e : edge_) ++start_[e.from + 1];
-  for (size_t v = 0; v < n; ++v) start_[v + 1] += start_[v];
-  edges_.resize(edge_.size());
-  next_.assign(start_.begin(), start_.end() - 1);
-  for (size_t i = 0; i < edge_.size(); ++i)
-    edges_[next_[edge_[i].from]++] = static_cast<int32_t>(i);
-  level_.resize(n);
-  double flow = 0;
-  while (buildLevels(source, sink)) {
-    double f = blockingFlow(source, sink);
-    if (std::isinf(f)) {
-      flow = kInfinity;
-      break;
+  const auto n = static_cast<size_t>(vertices_);
+  double cut = 0;
+  for (const Edge &e : edges_)
+    if (e.from == source && e.to == sink) cut += e.capacity;  // crosses every cut
+  buildArcs(source, sink);
+  // Flow that goes source -> v -> sink directly is always part of a maximum flow: send it first,
+  // leaving each vertex one residual terminal capacity (and a vertex that would have to cut an
+  // infinite one on either side makes the minimum cut infinite).
+  terminal_.assign(n, 0);
+  sources_.clear();
+  for (size_t v = 0; v < n; ++v) {
+    if (static_cast<int32_t>(v) == source || static_cast<int32_t>(v) == sink) continue;
+    const double a = fromSource_[v], b = toSink_[v];
+    if (std::isinf(a) && std::isinf(b)) {
+      cut = kInfinity;
+      continue;
     }
-    flow += f;
+    cut += std::min(a, b);
+    terminal_[v] = a - b;
+    if (terminal_[v] > 0) sources_.push_back(static_cast<int32_t>(v));
   }
+  level_.resize(n);
+  next_.resize(n);
+  while (!std::isinf(cut) && buildLevels()) cut += blockingFlow();
   markSides(source, sink, ties);
-  return flow;
+  return cut;
 }
 
 }  // namespace ferry

@@ -75,7 +75,7 @@ void Placer::place(ValueId v, Label l, Reason::Kind kind, ValueId from) {
   Reason &r = graph.deviceReason(v);
   r.kind = kind;
   r.from = from;
-  if (r.loc.known() || !r.loc.file.empty()) r.loc = {};
+  r.loc = {};
   r.detail.clear();
 }
 

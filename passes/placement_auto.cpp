@@ -206,10 +206,10 @@ class AutoPlacer {
   int32_t side(ValueId v) const {
     return vertex_[v] >= 0 ? vertex_[v] : p_.label[v] == alpha_ ? kSink : kSource;
   }
+  // Pays `stay` when x keeps its device (source side), `move` when it moves to alpha.
   void addUnary(int32_t x, double stay, double move) {
     if (x < 2) return;  // a terminal: a constant
-    unary_[2 * x] += stay;
-    unary_[2 * x + 1] += move;
+    cut_.addTerminal(x, move, stay);
   }
   // Pays w when x stays and any of `movers` (or a user already on alpha) is on alpha.
   void staysWhileAnyMoves(int32_t x, const std::vector<int32_t> &movers, bool userOnAlpha,
@@ -228,7 +228,7 @@ class AutoPlacer {
     if (stayers.size() == 1) return addUnary(stayers[0], w, 0);
     int32_t aux = cut_.addVertex();
     for (int32_t s : stayers) cut_.addEdge(s, aux, kInf);
-    cut_.addEdge(aux, kSink, w);
+    cut_.addTerminal(aux, 0, w);
   }
   // Pays w when x moves and any of `stayers` stays.
   void movesWhileAnyStays(int32_t x, const std::vector<int32_t> &stayers, double w) {
@@ -284,12 +284,12 @@ class AutoPlacer {
     }
   }
 
-  // At most how many edges a move adds: one per vertex for its unary terms, and for each used
-  // value at most one per user and auxiliary vertex in each of its three kinds of terms.
-  // Reserving the bound costs only address space (pages are touched when edges are written);
-  // growing the edge array instead copies it and faults in twice its size.
-  size_t edgeBound(int32_t vertices) const {
-    size_t bound = static_cast<size_t>(vertices);
+  // At most how many edges a move adds: for each used value, at most one per user and
+  // auxiliary vertex in each of its three kinds of terms (unary terms are capacities of the
+  // vertices, not edges). Reserving the bound costs only address space (pages are touched when
+  // edges are written); growing the edge array instead copies it and faults in twice its size.
+  size_t edgeBound() const {
+    size_t bound = 0;
     for (ValueId v : used_) bound += 3 * p_.users(v).size() + 2 * k_ + 1;
     return bound;
   }
@@ -303,18 +303,12 @@ class AutoPlacer {
       if (p_.label[v] != alpha && own(v, alpha) < kInf) vertex_[v] = count++;
     if (count == 2) return false;
     cut_.clear(count);
-    cut_.reserve(edgeBound(count));
-    unary_.assign(2 * static_cast<size_t>(count), 0);
+    cut_.reserve(edgeBound());
     stayers_.resize(p_.devices.size());
     fixedOn_.assign(p_.devices.size(), 0);
     for (ValueId v : free_)
       if (vertex_[v] >= 0) addUnary(vertex_[v], own(v, p_.label[v]), own(v, alpha));
     for (ValueId v : used_) transferTerms(v);
-    for (int32_t x = 2; x < count; ++x) {
-      double stay = unary_[2 * x], move = unary_[2 * x + 1], m = std::min(stay, move);
-      if (move > m) cut_.addEdge(kSource, x, move - m);
-      if (stay > m) cut_.addEdge(x, kSink, stay - m);
-    }
     cut_.solve(kSource, kSink, MinCut::Ties::LargeSource);
 
     changed_.clear();
@@ -373,17 +367,17 @@ class AutoPlacer {
   // The detail of a CostModel reason: "cost model: cuda:0 1.2 µs vs cpu 35 µs". It depends only
   // on the device and the row of estimates, which nodes of one op on the same shapes share, so
   // each distinct text is built once (rows compared bit for bit: equal bits, equal text).
-  const std::string &costText(int32_t row, Label l) {
+  const SharedText &costText(int32_t row, Label l) {
     const double *c = &cost_[static_cast<size_t>(row) * k_];
     std::string_view bits(reinterpret_cast<const char *>(c), k_ * sizeof(double));
     auto [it, added] = textRow_.try_emplace(bits, textRow_.size());
     if (added) texts_.resize(texts_.size() + k_);
-    std::string &text = texts_[it->second * k_ + l];
-    if (!text.empty()) return text;
+    SharedText &shared = texts_[it->second * k_ + l];
+    if (!shared.empty()) return shared;
     if (names_.empty())
       for (size_t d = 0; d < k_; ++d) names_.push_back(p_.devices[d].str());
     char buf[kSecondsTextMax];
-    text.assign("cost model: ");
+    std::string text = "cost model: ";
     text.append(names_[l]).append(" ").append(buf, writeSeconds(buf, c[l]));
     bool cheapest = true, first = true;
     for (size_t o = 0; o < k_; ++o) {
@@ -397,7 +391,7 @@ class AutoPlacer {
       first = false;
     }
     if (!cheapest) text.append("; moving data would cost more");
-    return text;
+    return shared = SharedText(text);
   }
 
   Placer &p_;
@@ -417,7 +411,6 @@ class AutoPlacer {
   Label alpha_ = 0;
   MinCut cut_;
   std::vector<int32_t> vertex_;  // per value: its cut vertex during a move, or -1
-  std::vector<double> unary_;    // per vertex: cost when it stays, when it moves
   std::vector<int32_t> movers_;
   std::vector<std::vector<int32_t>> stayers_;  // per device: movable users now on it
   std::vector<uint8_t> fixedOn_;               // per device: a fixed user is on it
@@ -427,7 +420,7 @@ class AutoPlacer {
   // record(): the CostModel texts, per distinct row of estimates (keyed by its bytes in cost_)
   // and device.
   std::unordered_map<std::string_view, size_t> textRow_;
-  std::vector<std::string> texts_;
+  std::vector<SharedText> texts_;
   std::vector<std::string> names_;  // per device: its name
 };
 

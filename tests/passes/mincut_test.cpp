@@ -149,5 +149,76 @@ TEST(MinCut, EqualsTheBestOfAllCutsOnRandomNetworks) {
   }
 }
 
+TEST(MinCut, TerminalCapacitiesEqualTheBestOfAllCutsOnRandomNetworks) {
+  // Terminal capacities, negative ones (an offset: only the difference decides), infinite ones,
+  // mixed with edges at the source and sink, against every cut.
+  uint64_t state = 11;
+  int infinite = 0, negative = 0;
+  for (int round = 0; round < 500; ++round) {
+    const int n = 2 + static_cast<int>(splitmix(state) % 9);
+    const int s = static_cast<int>(splitmix(state) % n);
+    const int t = (s + 1 + static_cast<int>(splitmix(state) % (n - 1))) % n;
+    std::vector<Edge> edges;
+    const int m = static_cast<int>(splitmix(state) % (2 * n + 1));
+    for (int i = 0; i < m; ++i) {
+      int a = static_cast<int>(splitmix(state) % n), b = static_cast<int>(splitmix(state) % n);
+      double c = static_cast<double>(splitmix(state) % 1000) / 37.0;
+      if (splitmix(state) % 12 == 0) c = MinCut::kInfinity;
+      edges.push_back({a, b, c});
+    }
+    std::vector<double> fromSource(n, 0), toSink(n, 0);
+    for (int v = 0; v < n; ++v) {
+      if (v == s || v == t || splitmix(state) % 3 == 0) continue;
+      auto value = [&] {
+        double c = (static_cast<double>(splitmix(state) % 2000) - 600) / 29.0;
+        if (splitmix(state) % 15 == 0) c = MinCut::kInfinity;
+        return c;
+      };
+      fromSource[v] = value(), toSink[v] = value();
+      negative += fromSource[v] < 0 || toSink[v] < 0;
+    }
+    // The cut's cost: edges leaving the source side, a vertex's toSink on the source side and
+    // its fromSource on the sink side.
+    auto cost = [&](const std::vector<bool> &in) {
+      double c = cutCapacity(edges, in);
+      for (int v = 0; v < n; ++v)
+        if (v != s && v != t) c += in[v] ? toSink[v] : fromSource[v];
+      return c;
+    };
+    double best = MinCut::kInfinity;
+    for (uint32_t mask = 0; mask < (1u << n); ++mask) {
+      if (!(mask & (1u << s)) || (mask & (1u << t))) continue;
+      std::vector<bool> in(n);
+      for (int v = 0; v < n; ++v) in[v] = mask & (1u << v);
+      best = std::min(best, cost(in));
+    }
+    for (auto ties : {MinCut::Ties::SmallSource, MinCut::Ties::LargeSource}) {
+      MinCut cut(n);
+      for (const Edge &e : edges) cut.addEdge(e.from, e.to, e.capacity);
+      for (int v = 0; v < n; ++v)
+        if (v != s && v != t) cut.addTerminal(v, fromSource[v], toSink[v]);
+      double value = cut.solve(s, t, ties);
+      if (std::isinf(best)) {
+        ++infinite;
+        EXPECT_TRUE(std::isinf(value)) << "round " << round;
+        continue;
+      }
+      std::vector<bool> side = sides(cut, n);
+      EXPECT_NEAR(value, best, 1e-9 * (1 + std::abs(best))) << "round " << round;
+      EXPECT_TRUE(side[s] && !side[t]) << "round " << round;
+      EXPECT_NEAR(cost(side), best, 1e-9 * (1 + std::abs(best))) << "round " << round;
+    }
+  }
+  EXPECT_GT(infinite, 10) << "the rounds include infinite minimum cuts";
+  EXPECT_GT(negative, 200) << "the rounds include negative terminal capacities";
+}
+
+TEST(MinCutDeathTest, BadTerminalCapacitiesAbort) {
+  MinCut cut(3);
+  EXPECT_DEATH(cut.addTerminal(3, 1, 1), "vertex 3 of 3");
+  EXPECT_DEATH(cut.addTerminal(1, -MinCut::kInfinity, 0), "terminal capacities");
+  EXPECT_DEATH(cut.addTerminal(1, std::nan(""), 0), "terminal capacities");
+}
+
 }  // namespace
 }  // namespace ferry

@@ -263,7 +263,7 @@ TEST(Story3, AutoReadsTheCapabilityTablesCostFactor) {
   CompileResult r = place(story3(64), o);
   ASSERT_TRUE(r.ok()) << text(r);
   EXPECT_EQ(deviceOf(r.graph, "h2"), "cpu");
-  EXPECT_NE(r.graph.deviceReason(id(r.graph, "h2")).detail.find("cost model: cpu"),
+  EXPECT_NE(r.graph.deviceReason(id(r.graph, "h2")).detail.view().find("cost model: cpu"),
             std::string::npos)
       << r.graph.deviceReason(id(r.graph, "h2")).detail;
   // Another dtype's factor does not apply.
@@ -470,7 +470,7 @@ TEST(Story7, AutoAvoidsTheDeviceAndWarnsOnlyForAPin) {
     ASSERT_TRUE(r.ok()) << text(r);
     EXPECT_EQ(r.diagnostics.size(), 0u);  // nobody asked for cuda:0: no fallback to speak of
     EXPECT_EQ(deviceOf(r.graph, "s"), "cpu");
-    EXPECT_NE(r.graph.deviceReason(id(r.graph, "s")).detail.find("cuda:0 (no kernel)"),
+    EXPECT_NE(r.graph.deviceReason(id(r.graph, "s")).detail.view().find("cuda:0 (no kernel)"),
               std::string::npos);
   }
   {

@@ -15,9 +15,9 @@ std::string dtypeWhy(const Graph &g, ValueId v) {
     case Reason::Kind::None: return "as written or inferred from its operands";
     case Reason::Kind::Pinned: return "pinned" + at;
     case Reason::Kind::Inserted:
-      return (r.detail.empty() ? std::string("inserted") : r.detail) +
+      return (r.detail.empty() ? std::string("inserted") : r.detail.str()) +
              (r.from >= 0 ? " for %" + g.value(r.from).name : "") + at;
-    default: return r.detail.empty() ? "its op's dtype rule" : r.detail;
+    default: return r.detail.empty() ? std::string("its op's dtype rule") : r.detail.str();
   }
 }
 

@@ -348,7 +348,7 @@ class Writer {
   std::string reason(const Reason &r, std::string oneLine) const {
     return "{\"kind\": " + jsonString(reasonKindName(r.kind)) +
            ", \"from_value\": " + listedName(r.from) + ", \"location\": " + location(r.loc) +
-           ", \"detail\": " + (r.detail.empty() ? "null" : text(r.detail)) +
+           ", \"detail\": " + (r.detail.empty() ? "null" : text(r.detail.str())) +
            ", \"text\": " + text(std::move(oneLine)) + "}";
   }
 
@@ -369,7 +369,8 @@ class Writer {
       case Reason::Kind::None:
         return val.kind == ValueKind::Result ? dtype + ", as its op's dtype rule gives it"
                                              : dtype + ", as declared";
-      case Reason::Kind::Rule: return (r.detail.empty() ? "the op's dtype rule" : r.detail) + at;
+      case Reason::Kind::Rule:
+        return (r.detail.empty() ? std::string("the op's dtype rule") : r.detail.str()) + at;
       case Reason::Kind::Inherited:
         return (from.empty() ? "inherited" : "inherited from " + from) + detail;
       default: break;

@@ -80,6 +80,9 @@ struct ParamDecl {
   Initializer init;
   TensorData data;  ///< always materialised, of the value's type
   Location loc;
+  /// Set when the compiler did a cast of this param at compile time (simplify): the dtype the
+  /// model declared it in. Its data and value are then in the cast's dtype.
+  std::optional<DType> foldedFrom;
 };
 
 struct OutputDecl {
@@ -201,7 +204,8 @@ class Graph {
   std::span<const InputDecl> inputs() const { return inputs_; }
   /// In declaration order; chunked like values (folding casts adds params while passes run).
   const ChunkedVector<ParamDecl> &params() const { return params_; }
-  /// Param `i` to change in place (its data, pin, initializer); its value and type stay.
+  /// Param `i` to change in place (its data, pin, initializer); its value stays, and its data
+  /// must keep the value's type (a pass that converts a param changes both).
   ParamDecl &param(size_t i) {
     FERRY_CHECK(i < params_.size()) << "param " << i << " of " << params_.size();
     return params_[i];

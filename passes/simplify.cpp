@@ -13,9 +13,12 @@
 // onto a param folds at once and a new transfer merges with an existing one) and goes directly
 // after its operand's producer (the front of the graph for inputs and params), as placement puts
 // transfers, so copies can overlap compute.
-//   1. fold       cast(param p, T) -> a new param `p.T` holding p's data converted (as the
-//                 interpreter's cast does), on the cast's device; zeros/ones, and randn where
-//                 randn(T) is bit-identical, keep their initializer. cast(constant) -> constant.
+//   1. fold       cast(param p, T) -> p's data converted (as the interpreter's cast does): p
+//                 itself when the cast is its only reader (same value, name and place; the
+//                 common case of a weight stored in one dtype), else a new param `p.T` on the
+//                 cast's device; ParamDecl::foldedFrom records the declared dtype. zeros/ones,
+//                 and randn where randn(T) is bit-identical, keep their initializer.
+//                 cast(constant) -> constant.
 //                 Transfers of params stay: a pinned param's copy is a per-run cost the user asked
 //                 for.
 //   2. no-ops     cast to the operand's dtype, transfer to the operand's device, identity;
@@ -53,7 +56,9 @@
 // nodesRemoved = other nodes of the input that are gone.
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "ir/large_vector.h"
 #include "passes/cse_impl.h"
 #include "passes/pass.h"
 
@@ -122,7 +127,7 @@ class Simplifier {
     // Folded constants are new nodes: they count as folded, not among the input's others.
     const Counts after = count([&](NodeId id) { return id < nodesBefore; });
     int folded = after.folded;
-    if (!foldMemo_.empty())
+    if (!foldMemo_.empty() || !inPlace_.empty())
       for (const ParamDecl &p : g_.params()) folded += foldedParam(p.value);
     // No rule adds a transfer, nor a cast beyond the casts it folds.
     FERRY_CHECK(before.casts - after.casts - folded >= 0 && before.transfers >= after.transfers)
@@ -189,6 +194,7 @@ class Simplifier {
     for (auto *a : {&repl_, &uses_, &outputs_, &alone_}) a->reserve(room);
     for (auto *a : {&fresh_, &watched_}) a->reserve(room);
     foldMemo_.reserve(static_cast<size_t>(casts));
+    inPlace_.reserve(static_cast<size_t>(casts));
     grow();
     for (NodeId id : g_.order())
       for (ValueId o : g_.node(id).operands) ++uses_[o];
@@ -275,9 +281,11 @@ class Simplifier {
     return outputs_[x] == 0 && (v.kind == ValueKind::Result || fresh_[x]);
   }
 
+  // A param this pass made by folding, or converted in place.
   bool foldedParam(ValueId v) const {
-    return v < static_cast<ValueId>(fresh_.size()) && fresh_[v] &&
-           g_.value(v).kind == ValueKind::Param;
+    return (v < static_cast<ValueId>(fresh_.size()) && fresh_[v] &&
+            g_.value(v).kind == ValueKind::Param) ||
+           inPlace_.count(v) != 0;
   }
 
   // Every reader of `y` (nodes, outputs) reads `x` from now on; y's producer dies.
@@ -474,6 +482,11 @@ class Simplifier {
       return Outcome::Replaced;
     }
     if (vx.kind == ValueKind::Param) {  // 1: fold
+      if (uses_[x] == 1 && outputs_[result] == 0 && !fresh_[x] && !copied_.count(x)) {
+        foldInPlace(x, to, n.loc, g_.dtypeReason(result));
+        replace(result, x);
+        return Outcome::Replaced;
+      }
       // The dtype pass names its cast of %w `w.f16`, the name the folded param wants; the cast
       // goes, so the param takes it.
       const std::string name = vx.name + "." + std::string(dtypeName(to));
@@ -600,13 +613,26 @@ class Simplifier {
   Outcome unfold(NodeId id) {
     const Node &n = g_.node(id);
     const ValueId folded = n.operands[0];
-    const ValueId source = sourceOf(folded);
-    const DType s = g_.value(source).type.dtype, t = g_.value(folded).type.dtype;
+    const auto inPlace = inPlace_.find(folded);
+    const bool restore = inPlace != inPlace_.end();
+    const ValueId source = restore ? folded : sourceOf(folded);
+    const DType s = restore ? inPlace->second.dtype : g_.value(source).type.dtype,
+                t = g_.value(folded).type.dtype;
     const Device to = *g_.value(n.result).device;
     if (dtypeSize(t) <= dtypeSize(s) || !ctx_.options.capabilities.supports(to, OpKind::Cast, t))
       return Outcome::None;
     if (uses_[folded] > 1) return declined(folded);
-    const Reason castDType = g_.dtypeReason(folded);
+    const Reason castDType = restore ? inPlace->second.castWhy : g_.dtypeReason(folded);
+    if (restore) {  // the param goes back to what it was; its old reader dies in replace() below
+      Unfolded &was = inPlace->second;
+      ParamDecl &decl = g_.param(static_cast<size_t>(g_.value(folded).def));
+      decl.data = std::move(was.data);
+      decl.init = std::move(was.init);
+      decl.foldedFrom = was.foldedFrom;
+      g_.value(folded).type.dtype = was.dtype;
+      g_.dtypeReason(folded) = std::move(was.dtypeWhy);
+      inPlace_.erase(inPlace);
+    }
     const Location loc = n.loc;
     ValueId moved = make(OpKind::Transfer, source, to, loc, g_.deviceReason(n.result),
                          {Reason::Kind::Inherited, source, {}, ""});
@@ -633,6 +659,55 @@ class Simplifier {
     return {Reason::Kind::Rule, -1, loc, detail};
   }
 
+  // What a param folded in place was, so that unfold() can give it back.
+  struct Unfolded {
+    DType dtype;
+    TensorData data;
+    Initializer init;
+    std::optional<DType> foldedFrom;
+    Reason dtypeWhy, castWhy;
+  };
+
+  // The param's initializer once converted from `from` to `to`: zeros and ones stay, and randn
+  // where randn(to) is bit-identical; anything else is written out as data.
+  static Initializer convertedInit(const Initializer &init, DType from, DType to) {
+    const bool keep = init.kind == Initializer::Kind::Zeros ||
+                      init.kind == Initializer::Kind::Ones ||
+                      (init.kind == Initializer::Kind::Randn && randnExact(from, to));
+    return keep ? init : Initializer{Initializer::Kind::Data, 0, ""};
+  }
+
+  // The cast is the param's only reader: the param itself is converted, keeping its value, name,
+  // pin, device and place among the params, so nothing is made, named or removed (the common
+  // case: a weight stored in one dtype, computed with in another). Its dtype reason becomes the
+  // cast's, saying it was folded.
+  void foldInPlace(ValueId p, DType to, const Location &loc, const Reason &castWhy) {
+    Value &vp = g_.value(p);
+    ParamDecl &decl = g_.param(static_cast<size_t>(vp.def));
+    Unfolded was{vp.type.dtype, decl.data, decl.init, decl.foldedFrom, g_.dtypeReason(p), castWhy};
+    if (!decl.foldedFrom) decl.foldedFrom = vp.type.dtype;
+    decl.init = convertedInit(decl.init, vp.type.dtype, to);
+    decl.data = castTensor(decl.data, to);
+    vp.type.dtype = to;
+    g_.dtypeReason(p) = inPlaceReason(castWhy, loc);
+    // Folded again (cast(cast(p))): unfold() undoes the last fold only, back to the dtype the
+    // transferred value was cast from.
+    inPlace_.insert_or_assign(p, std::move(was));
+  }
+
+  // "promote: f16 + f32 -> f32; folded into the param at compile time": the cast's reason, one
+  // text per distinct reason of the casts folded (a model folds many weights for one reason).
+  Reason inPlaceReason(const Reason &castWhy, const Location &loc) {
+    constexpr std::string_view kFolded = "folded into the param at compile time";
+    if (castWhy.kind == Reason::Kind::None) return {Reason::Kind::Rule, -1, loc, kFolded};
+    auto [it, added] = foldTexts_.try_emplace(castWhy.detail.view().data());
+    if (added)
+      it->second = castWhy.detail.empty()
+                       ? SharedText(kFolded)
+                       : SharedText(castWhy.detail + "; " + std::string(kFolded));
+    return {castWhy.kind, -1, castWhy.loc.known() ? castWhy.loc : loc, it->second};
+  }
+
   // `p` converted to `to` as a new param; `loc` and `castWhy` are the cast's.
   ValueId foldParam(ValueId p, DType to, const Location &loc, const Reason &castWhy) {
     const uint64_t key =
@@ -640,16 +715,14 @@ class Simplifier {
     if (auto it = foldMemo_.find(key); it != foldMemo_.end()) return it->second;
     const ParamDecl &decl = g_.paramOf(p);  // params never move while one is added
     const Value &vp = g_.value(p);
-    Initializer init = decl.init;
-    const bool keep = init.kind == Initializer::Kind::Zeros ||
-                      init.kind == Initializer::Kind::Ones ||
-                      (init.kind == Initializer::Kind::Randn && randnExact(vp.type.dtype, to));
-    if (!keep) init = {Initializer::Kind::Data, 0, ""};
+    const Initializer init = convertedInit(decl.init, vp.type.dtype, to);
     const std::string detail = "folded cast of %" + vp.name + " at compile time";
     const Device device = *vp.device;
     const Reason dtypeWhy = foldDTypeReason(castWhy, loc, detail);
     std::string name = g_.uniqueName(vp.name + "." + std::string(dtypeName(to)));
+    const std::optional<DType> from = decl.foldedFrom.value_or(vp.type.dtype);
     ValueId v = g_.addParam(std::move(name), castTensor(decl.data, to), init, decl.pin, decl.loc);
+    g_.param(static_cast<size_t>(g_.value(v).def)).foldedFrom = from;
     Value &nv = g_.value(v);
     nv.device = device;
     g_.deviceReason(nv.id) = {Reason::Kind::Inserted, p, loc, detail};
@@ -658,6 +731,7 @@ class Simplifier {
     fresh_[v] = 1;
     foldMemo_.emplace(key, v);
     folded_.emplace_back(v, p);
+    copied_.insert(p);
     return v;
   }
 
@@ -702,19 +776,22 @@ class Simplifier {
 
   Graph &g_;
   PassContext &ctx_;
-  std::vector<ValueId> repl_;     // per value: what replaced it this sweep, or -1
-  std::vector<int32_t> uses_;     // per value: operand slots and outputs reading it
-  std::vector<int32_t> outputs_;  // per value: output slots reading it
-  std::vector<uint8_t> fresh_;    // per value: made by this pass
-  std::vector<uint8_t> dead_;     // per node
+  LargeVector<ValueId> repl_;     // per value: what replaced it this sweep, or -1
+  LargeVector<int32_t> uses_;     // per value: operand slots and outputs reading it
+  LargeVector<int32_t> outputs_;  // per value: output slots reading it
+  LargeVector<uint8_t> fresh_;    // per value: made by this pass
+  LargeVector<uint8_t> dead_;     // per node
   std::vector<uint8_t> folds_;    // per node: a constant made by folding
   cse::NodeTable cse_;
   std::vector<NodeId> killStack_;
   std::vector<std::pair<NodeId, NodeId>> attached_;  // (anchor node or -1, new node)
   std::unordered_map<uint64_t, ValueId> foldMemo_;   // (source param, dtype) -> folded param
   std::vector<std::pair<ValueId, ValueId>> folded_;  // (folded param, its source), ids rising
-  std::vector<uint8_t> watched_;                     // per value: see declined()
-  std::vector<NodeId> alone_;  // per value: a node visited this sweep that alone reads it (CSE)
+  std::unordered_map<ValueId, Unfolded> inPlace_;    // params folded in place: what they were
+  std::unordered_set<ValueId> copied_;  // params folded into new ones: never folded in place
+  std::unordered_map<const char *, SharedText> foldTexts_;  // inPlaceReason()'s, per cast reason
+  LargeVector<uint8_t> watched_;                            // per value: see declined()
+  LargeVector<NodeId> alone_;  // per value: a node visited this sweep that alone reads it (CSE)
   bool again_ = false, paramUnused_ = false;
 };
 

@@ -165,14 +165,17 @@ class Writer {
       if (p.init.kind == Initializer::Kind::Npy) s += ", \"path\": " + jsonString(p.init.path);
       s += ", \"location\": " + location(p.loc);
       if (manifest_) {
-        // A param made by folding a cast at compile time: the param it converts (simplify records
-        // the fold as its device reason; a source nothing else reads is removed, and the fold
-        // takes its name).
+        // A param a cast was folded into at compile time: the dtype it was declared in, and the
+        // param it was converted from when the fold is a new param (simplify records that as its
+        // device reason) and that param is still in the graph. A param converted in place, or
+        // one whose source nothing else read, names none.
         const Reason &r = g_.deviceReason(v.id);
         std::string folded = "null";
-        if (r.kind == Reason::Kind::Inserted && hasValue(r.from))
-          folded = "{\"param\": " + listedName(r.from) +
-                   ", \"dtype\": " + jsonString(dtypeName(g_.value(r.from).type.dtype)) + "}";
+        if (p.foldedFrom)
+          folded = "{\"param\": " +
+                   (r.kind == Reason::Kind::Inserted && hasValue(r.from) ? listedName(r.from)
+                                                                         : std::string("null")) +
+                   ", \"dtype\": " + jsonString(dtypeName(*p.foldedFrom)) + "}";
         s += ", \"pinned_device\": " + jsonOptDevice(p.pin) + ", \"folded_from\": " + folded;
       }
       items.push_back(s + reasons(v.id) + "}");

@@ -380,7 +380,7 @@ class AutoPlacer {
     char buf[kSecondsTextMax];
     std::string text = "cost model: ";
     text.append(names_[l]).append(" ").append(buf, writeSeconds(buf, c[l]));
-    bool cheapest = true, first = true;
+    bool cheapest = true, tied = false, first = true;
     for (size_t o = 0; o < k_; ++o) {
       if (o == l) continue;
       text.append(first ? " vs " : ", ").append(names_[o]).append(" ");
@@ -389,9 +389,14 @@ class AutoPlacer {
       else
         text.append("(no kernel)");
       cheapest = cheapest && c[o] >= c[l];
+      tied = tied || c[o] == c[l];
       first = false;
     }
-    if (!cheapest) text.append("; moving data would cost more");
+    // The compute estimates alone do not explain a choice they do not favour: the transfers do.
+    if (!cheapest)
+      text.append("; moving data would cost more");
+    else if (tied)
+      text.append("; as fast elsewhere: placed where the fewest bytes move");
     return shared = SharedText(text);
   }
 

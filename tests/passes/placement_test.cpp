@@ -255,6 +255,27 @@ TEST(Story3, AutoMovesTheActivationsWhenThatIsCheaper) {
             "cost model: cpu 52.8 \u00b5s vs cuda:0 5.53 \u00b5s; moving data would cost more");
 }
 
+TEST(Story3, ATieInComputeIsExplainedByTheTransfers) {
+  // cpu and cpu:1 compute at the same speed: %a goes to cpu:1 with its operand, and the reason
+  // says that the data, not the compute, decided.
+  CompileOptions o = options(kAuto);
+  o.devices = {Device::cpu(), Device::cpu(1)};
+  o.target = Device::cpu();
+  CompileResult r = place(R"(graph g {
+  input %x : f32[64,64] @cpu:1
+  %a = relu(%x)
+  %b @cpu:1 = neg(%a)
+  output %b
+}
+)",
+                          o);
+  ASSERT_TRUE(r.ok()) << text(r);
+  EXPECT_EQ(deviceOf(r.graph, "a"), "cpu:1");
+  const std::string why(r.graph.deviceReason(id(r.graph, "a")).detail.view());
+  EXPECT_TRUE(why.starts_with("cost model: cpu:1 ")) << why;
+  EXPECT_TRUE(why.ends_with("; as fast elsewhere: placed where the fewest bytes move")) << why;
+}
+
 TEST(Story3, AutoReadsTheCapabilityTablesCostFactor) {
   // The same model where the weight moved: a linear on cuda:0 that takes 1000x the cost
   // model's estimate (a device kind whose kernel for it is slow) is cheaper on the cpu.

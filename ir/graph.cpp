@@ -9,12 +9,23 @@
 
 namespace ferry {
 
-ValueId Graph::addValue(std::string name, TensorType type, ValueKind kind, int32_t def) {
+ValueId Graph::addValue(std::string name, TensorType type, ValueKind kind, int32_t def,
+                        Naming naming) {
   FERRY_CHECK(!name.empty()) << "empty value name";
+  if (2 * (nameCount_ + 1) > names_.size()) growNames();  // at most half full
+  uint32_t hash = hashName(name);
+  size_t slot = nameSlot(name, hash);
+  if (names_[slot].id >= 0) {
+    FERRY_CHECK(naming == Naming::Unique) << "value name %" << name << " is taken";
+    name = uniqueName(name);  // rare: the hint is taken
+    hash = hashName(name);
+    slot = nameSlot(name, hash);
+  }
   auto id = static_cast<ValueId>(values_.size());
   values_.push_back(Value{id, std::move(name), std::move(type), kind, def, std::nullopt});
   reasons_.emplace_back();
-  insertName(id);  // checks that the name is free
+  names_[slot] = {id, hash};
+  ++nameCount_;
   return id;
 }
 
@@ -27,9 +38,9 @@ ValueId Graph::addInput(std::string name, TensorType type, Device device, Locati
 }
 
 ValueId Graph::addParam(std::string name, TensorData data, Initializer init,
-                        std::optional<Device> pin, Location loc) {
+                        std::optional<Device> pin, Location loc, Naming naming) {
   ValueId v = addValue(std::move(name), data.type(), ValueKind::Param,
-                       static_cast<int32_t>(params_.size()));
+                       static_cast<int32_t>(params_.size()), naming);
   params_.push_back(ParamDecl{v, pin, std::move(init), std::move(data), std::move(loc)});
   return v;
 }
@@ -40,11 +51,12 @@ NodeId Graph::addNode(NodeSpec spec, std::string resultName, TensorType resultTy
   return id;
 }
 
-NodeId Graph::createNode(NodeSpec spec, std::string resultName, TensorType resultType) {
+NodeId Graph::createNode(NodeSpec spec, std::string resultName, TensorType resultType,
+                         Naming naming) {
   for (ValueId o : spec.operands)
     FERRY_CHECK(o >= 0 && static_cast<size_t>(o) < values_.size()) << "operand id " << o;
   auto id = static_cast<NodeId>(nodes_.size());
-  ValueId r = addValue(std::move(resultName), std::move(resultType), ValueKind::Result, id);
+  ValueId r = addValue(std::move(resultName), std::move(resultType), ValueKind::Result, id, naming);
   nodes_.push_back(Node{id, spec.op, std::move(spec.operands), r, std::move(spec.attrs),
                         spec.pinDevice, spec.pinDType, std::move(spec.loc)});
   return id;

@@ -128,9 +128,14 @@ class Graph {
   const std::string &name() const { return name_; }
   void setName(std::string name) { name_ = std::move(name); }
 
+  /// How a new value is named: `Exact` — the name given, which must be free; `Unique` — the name
+  /// given if it is free, else the first free of `name.1`, `name.2`, ... (uniqueName), found in
+  /// the same probe of the name index that adds it.
+  enum class Naming : uint8_t { Exact, Unique };
+
   ValueId addInput(std::string name, TensorType type, Device device, Location loc);
   ValueId addParam(std::string name, TensorData data, Initializer init, std::optional<Device> pin,
-                   Location loc);
+                   Location loc, Naming naming = Naming::Exact);
   /// Appends `spec` at the end of the order; its operands must already be defined.
   NodeId addNode(NodeSpec spec, std::string resultName, TensorType resultType);
   void addOutput(ValueId value, std::optional<Device> pin, Location loc);
@@ -138,7 +143,8 @@ class Graph {
   // --- Rewriting (passes) -------------------------------------------------------------------
   /// Creates a node and its result without putting it in the order; a pass that inserts nodes
   /// creates them, then installs the new order with setOrder.
-  NodeId createNode(NodeSpec spec, std::string resultName, TensorType resultType);
+  NodeId createNode(NodeSpec spec, std::string resultName, TensorType resultType,
+                    Naming naming = Naming::Exact);
   /// Replaces the order. Nodes left out are dead: they keep their ids but are no longer part of
   /// the graph (verify() checks the new order is topological).
   void setOrder(std::vector<NodeId> order);
@@ -247,7 +253,8 @@ class Graph {
   [[noreturn]] static void badId(const char *what, int32_t id);
   /// Aborts: paramOf/inputOf asked about a value of another kind ("a param", "an input").
   [[noreturn]] void notA(const char *kind, ValueId v) const;
-  ValueId addValue(std::string name, TensorType type, ValueKind kind, int32_t def);
+  ValueId addValue(std::string name, TensorType type, ValueKind kind, int32_t def,
+                   Naming naming = Naming::Exact);
 
   std::string name_;
   ChunkedVector<Value> values_;  // never move: references stay valid while nodes are added

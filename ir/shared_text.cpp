@@ -18,9 +18,9 @@ SharedText::SharedText(std::string_view text) {
   std::memcpy(static_cast<char *>(p) + sizeof(Rep), text.data(), text.size());
 }
 
-void SharedText::release() {
+void SharedText::drop() {
   // The last holder frees it; acquire so every earlier use of the text happens before.
-  if (rep_ && rep_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+  if (rep_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     rep_->~Rep();
     std::free(rep_);
   }

@@ -76,7 +76,10 @@ class SharedText {
   void retain() const {
     if (rep_) rep_->refs.fetch_add(1, std::memory_order_relaxed);
   }
-  void release();
+  void release() {
+    if (rep_) drop();  // most reasons carry no text: no call for them
+  }
+  void drop();
 
   Rep *rep_ = nullptr;
 };

@@ -338,10 +338,9 @@ class DTypePass {
     const Value &src = g_.value(v);
     TensorType type{dtype, src.type.shape};
     int32_t at = src.kind == ValueKind::Result ? position_[src.def] : -1;
-    std::string castName = g_.uniqueName(src.name + "." + name(dtype));
     NodeId c = g_.createNode(
         NodeSpec{OpKind::Cast, {v}, std::move(attrs), std::nullopt, std::nullopt, loc},
-        std::move(castName), std::move(type));
+        src.name + "." + name(dtype), std::move(type), Graph::Naming::Unique);
     FERRY_CHECK(static_cast<size_t>(c) == position_.size()) << "node ids are not dense";
     g_.node(c).inserted = true;
     position_.push_back(at);

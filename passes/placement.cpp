@@ -331,8 +331,8 @@ void insertTransfers(Placer &p) {
       Device d = p.devices[to];
       const Value &val = g.value(v);
       NodeSpec spec{OpKind::Transfer, {v}, Attrs{AttrValue{d}}, std::nullopt, std::nullopt, loc};
-      id = g.createNode(std::move(spec), g.uniqueName(val.name + "." + deviceSuffix(d)),
-                        TensorType(val.type));
+      id = g.createNode(std::move(spec), val.name + "." + deviceSuffix(d), TensorType(val.type),
+                        Graph::Naming::Unique);
       g.node(id).inserted = true;
     }
     ValueId r = g.node(id).result;

@@ -361,7 +361,7 @@ class Simplifier {
     Expected<Attrs> attrs = makeAttrs(info, given, loc);
     FERRY_CHECK(attrs.ok()) << attrs.status().message();
     NodeId id = g_.createNode({op, {x}, std::move(*attrs), std::nullopt, std::nullopt, loc},
-                              g_.uniqueName(name), type);
+                              std::move(name), type, Graph::Naming::Unique);
     Node &n = g_.node(id);
     n.inserted = true;
     Value &r = g_.value(n.result);
@@ -719,9 +719,9 @@ class Simplifier {
     const std::string detail = "folded cast of %" + vp.name + " at compile time";
     const Device device = *vp.device;
     const Reason dtypeWhy = foldDTypeReason(castWhy, loc, detail);
-    std::string name = g_.uniqueName(vp.name + "." + std::string(dtypeName(to)));
     const std::optional<DType> from = decl.foldedFrom.value_or(vp.type.dtype);
-    ValueId v = g_.addParam(std::move(name), castTensor(decl.data, to), init, decl.pin, decl.loc);
+    ValueId v = g_.addParam(vp.name + "." + std::string(dtypeName(to)), castTensor(decl.data, to),
+                            init, decl.pin, decl.loc, Graph::Naming::Unique);
     g_.param(static_cast<size_t>(g_.value(v).def)).foldedFrom = from;
     Value &nv = g_.value(v);
     nv.device = device;
@@ -759,7 +759,7 @@ class Simplifier {
     FERRY_CHECK(attrs.ok()) << attrs.status().message();
     NodeId id = g_.createNode(
         {OpKind::Constant, {}, std::move(*attrs), std::nullopt, std::nullopt, cast.loc},
-        g_.uniqueName(vk.name + "." + std::string(dtypeName(to))), type);
+        vk.name + "." + std::string(dtypeName(to)), type, Graph::Naming::Unique);
     g_.node(id).inserted = true;
     Value &r = g_.value(g_.node(id).result);
     r.device = device;

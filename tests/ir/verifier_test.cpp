@@ -148,6 +148,34 @@ TEST(Graph, NamesAreUniqueAndFreshNamesSkipTakenOnes) {
   EXPECT_TRUE(verify(g).ok());
 }
 
+TEST(Graph, UniqueNamingTakesTheHintOrTheNextFreeSuffix) {
+  Graph g = smallGraph();  // %x, %y
+  const ValueId x = *g.findValue("x");
+  auto cast = [&](std::string hint) {
+    const OpInfo &op = opInfo(OpKind::Cast);
+    Attrs attrs(op.attrs.size());
+    attrs[op.attrIndex("to")] = DType::F16;
+    NodeId n = g.createNode({OpKind::Cast, {x}, std::move(attrs), {}, {}, {}}, std::move(hint),
+                            {DType::F16, g.value(x).type.shape}, Graph::Naming::Unique);
+    return g.value(g.node(n).result).name;
+  };
+  EXPECT_EQ(cast("x.f16"), "x.f16");
+  EXPECT_EQ(cast("x.f16"), "x.f16.1");
+  EXPECT_EQ(cast("x.f16"), "x.f16.2");
+  EXPECT_EQ(cast("y"), "y.1");
+  const ValueId p = g.addParam("x", TensorData::zeros(DType::F32, {2}), {}, std::nullopt, {},
+                               Graph::Naming::Unique);
+  EXPECT_EQ(g.value(p).name, "x.1");
+  for (const char *name : {"x.f16", "x.f16.1", "x.f16.2", "y.1", "x.1"})
+    EXPECT_TRUE(g.hasValue(name)) << name;
+}
+
+TEST(GraphDeathTest, ExactNamingOfATakenNameAborts) {
+  Graph g = smallGraph();
+  EXPECT_DEATH(g.addParam("x", TensorData::zeros(DType::F32, {2}), {}, std::nullopt, {}),
+               "value name %x is taken");
+}
+
 // The name index against a map, through growth, renames that empty slots inside probe clusters,
 // swaps and copies: every name is found at its value and no other name is.
 TEST(Graph, NameIndexFindsEveryNameThroughRenamesAndSwaps) {

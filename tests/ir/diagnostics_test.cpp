@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/scratch.h"
 #include "ir/diagnostics.h"
 #include "ir/status.h"
 
@@ -53,7 +54,8 @@ TEST(Diagnostics, LocationSpelling) {
 }
 
 TEST(Diagnostics, SnippetShowsTheLineAndACaretUnderTheColumn) {
-  auto path = std::filesystem::temp_directory_path() / "ferry_diag_snippet.fy";
+  const testutil::ScratchDir dir("diag_snippet");
+  auto path = dir / "snippet.fy";
   {
     std::ofstream out(path);
     out << "graph g {\n  %y = relu(%x)\n}\n";

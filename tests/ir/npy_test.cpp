@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/scratch.h"
 #include "ir/npy.h"
 
 namespace ferry {
@@ -55,7 +56,8 @@ TEST(Npy, RoundTripsEveryDTypeAndShape) {
 }
 
 TEST(Npy, FilesRoundTrip) {
-  fs::path p = fs::temp_directory_path() / "ferry_npy_test.npy";
+  const testutil::ScratchDir dir("npy_test");
+  fs::path p = dir / "bf16.npy";
   TensorData d = sample(DType::BF16, {4, 5});
   ASSERT_TRUE(writeNpy(d, p.string()).ok());
   Expected<TensorData> back = readNpy(p.string());

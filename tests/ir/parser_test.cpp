@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/scratch.h"
 #include "ir/npy.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -248,8 +249,8 @@ TEST(Parser, UndefinedValueSuggestsACloseName) {
 }
 
 TEST(Parser, NpyParamsRelativeToBaseDirAndFile) {
-  fs::path dir = fs::temp_directory_path() / "ferry_parser_test_npy";
-  fs::remove_all(dir);
+  const testutil::ScratchDir scratch("parser_test_npy");
+  const fs::path &dir = scratch.path();
   fs::create_directories(dir / "weights");
   TensorData w = TensorData::randn(DType::F32, {3, 2}, 5);
   ASSERT_TRUE(writeNpy(w, (dir / "weights" / "w.npy").string()).ok());

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "common/random_graph.h"
+#include "common/scratch.h"
 #include "ir/npy.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -20,13 +21,6 @@ Graph parseOk(std::string_view text, const ParseOptions &options = {}) {
   return g.ok() ? std::move(g).value() : Graph();
 }
 
-fs::path tempDir(const std::string &name) {
-  fs::path dir = fs::temp_directory_path() / ("ferry_printer_test_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 std::string readText(const fs::path &p) {
   std::ifstream in(p, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -34,7 +28,8 @@ std::string readText(const fs::path &p) {
 
 // The documented example: read in, printed back without locations, is the same text.
 TEST(Printer, DocumentedFormIsAFixedPoint) {
-  fs::path dir = tempDir("doc");
+  const testutil::ScratchDir scratch("printer_test_doc");
+  const fs::path &dir = scratch.path();
   ASSERT_TRUE(
       writeNpy(TensorData::full(DType::F32, {512, 512}, 0.5), (dir / "e.npy").string()).ok());
   const std::string text = R"(graph mlp {
@@ -215,7 +210,8 @@ TEST(Printer, StringsAreEscapedSoThatTheyReadBack) {
   EXPECT_EQ(text, "graph \"a\\\"b\\\\c\\nd\\te\\r\\x01\\x7f\\xff caf\xc3\xa9\" {\n"
                   "  param %a : f32[2] = npy(\"we\\\"ird\\n.npy\")  # file with break.cpp:3:4\n"
                   "  output %a\n}\n");
-  fs::path dir = tempDir("escapes");
+  const testutil::ScratchDir scratch("printer_test_escapes");
+  const fs::path &dir = scratch.path();
   ASSERT_TRUE(writeNpy(g.params()[0].data, (dir / "we\"ird\n.npy").string()).ok());
   Graph back = parseOk(text, {.baseDir = dir.string()});
   EXPECT_EQ(back.name(), name);
@@ -224,7 +220,8 @@ TEST(Printer, StringsAreEscapedSoThatTheyReadBack) {
 }
 
 TEST(Printer, SaveModelWritesTextAndNpyFiles) {
-  fs::path dir = tempDir("save");
+  const testutil::ScratchDir scratch("printer_test_save");
+  const fs::path &dir = scratch.path();
   Graph g("g");
   ValueId x = g.addInput("x", {DType::F32, {100}}, Device::cpu(), {"m.cpp", 2, 1});
   TensorData w(DType::F32, {100});
@@ -251,7 +248,8 @@ TEST(Printer, SaveModelWritesTextAndNpyFiles) {
 }
 
 TEST(Printer, SaveModelSanitisesAndDeduplicatesFileNames) {
-  fs::path dir = tempDir("names");
+  const testutil::ScratchDir scratch("printer_test_names");
+  const fs::path &dir = scratch.path();
   Graph g("g");
   ValueId a = g.addParam("conv/weight:0", TensorData(DType::U8, {70}), {}, std::nullopt, {});
   g.addParam("conv_weight_0", TensorData(DType::U8, {70}), {}, std::nullopt, {});

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/random_graph.h"
+#include "common/scratch.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -29,13 +30,6 @@ std::vector<fs::path> exampleFiles() {
 std::string readText(const fs::path &p) {
   std::ifstream in(p, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-fs::path freshDir(const std::string &name) {
-  fs::path dir = fs::temp_directory_path() / ("ferry_roundtrip_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
 }
 
 TEST(RoundTrip, Examples) {
@@ -71,7 +65,8 @@ TEST(RoundTrip, ExampleOpsUsesEveryOp) {
 // Every random graph: printed without locations, read back and printed again, is the same text;
 // and with all locations known, the graph read back is the graph itself, locations included.
 TEST(RoundTrip, RandomGraphs) {
-  fs::path dir = freshDir("random");
+  const testutil::ScratchDir scratch("roundtrip_random");
+  const fs::path &dir = scratch.path();
   std::set<OpKind> ops;
   std::set<Initializer::Kind> inits;
   for (uint64_t seed = 0; seed < kRandomGraphs; ++seed) {
@@ -122,7 +117,8 @@ TEST(RoundTrip, RandomGraphsAreDeterministic) {
 }
 
 TEST(RoundTrip, InlineLimitOnlyChangesSpelling) {
-  fs::path dir = freshDir("inline");
+  const testutil::ScratchDir scratch("roundtrip_inline");
+  const fs::path &dir = scratch.path();
   for (uint64_t seed = 1000; seed < 1020; ++seed) {
     Graph g = testutil::randomGraph(seed, {.npyParams = false, .maxDataElements = 200});
     ASSERT_TRUE(saveModel(g, (dir / "g.fy").string(), {.inlineLimit = 0}).ok());

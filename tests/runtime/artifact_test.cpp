@@ -12,6 +12,7 @@
 #include <new>
 #include <set>
 
+#include "common/scratch.h"
 #include "ir/parser.h"
 #include "runtime/executable.h"
 
@@ -261,15 +262,6 @@ bool has(const std::string &text, std::string_view part) {
   return text.find(part) != std::string::npos;
 }
 
-std::string tempDir(const std::string &name) {
-  // The process id keeps two builds' test runs apart.
-  const fs::path dir = fs::path(::testing::TempDir()) /
-                       ("ferry_artifact_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
-
 // ---- round trips -------------------------------------------------------------------------------
 
 TEST(Artifact, MlpRoundTripsToTheSameBytesAndFields) {
@@ -332,7 +324,8 @@ TEST(Artifact, HeaderIsAsDocumented) {
 // ---- files -------------------------------------------------------------------------------------
 
 TEST(Artifact, SaveAndLoadThroughAFile) {
-  const std::string dir = tempDir("save");
+  const testutil::ScratchDir scratch("artifact_save");
+  const std::string dir = scratch.str();
   const std::string path = dir + "/model.ferry";
   const Executable exe = withTensorAttribute(mixed(DTypePolicy::Kind::Autocast));
   ASSERT_TRUE(exe.save(path).ok());
@@ -350,7 +343,8 @@ TEST(Artifact, SaveAndLoadThroughAFile) {
 }
 
 TEST(Artifact, SaveIntoAMissingFolderNamesIt) {
-  const std::string root = tempDir("missing"), dir = root + "/no/such/folder";
+  const testutil::ScratchDir scratch("artifact_missing");
+  const std::string root = scratch.str(), dir = root + "/no/such/folder";
   Status s = mlp().save(dir + "/model.ferry");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.diagnostics()[0].code, "artifact");
@@ -359,7 +353,8 @@ TEST(Artifact, SaveIntoAMissingFolderNamesIt) {
 }
 
 TEST(Artifact, AFailedSaveLeavesNoFileBehind) {
-  const std::string dir = tempDir("failed");
+  const testutil::ScratchDir scratch("artifact_failed");
+  const std::string dir = scratch.str();
   fs::create_directory(dir + "/model.ferry");  // the target is a folder: rename cannot replace it
   Status s = mlp().save(dir + "/model.ferry");
   ASSERT_FALSE(s.ok());
@@ -369,7 +364,8 @@ TEST(Artifact, AFailedSaveLeavesNoFileBehind) {
 }
 
 TEST(Artifact, LoadOfAMissingFileNamesIt) {
-  const std::string dir = tempDir("load"), path = dir + "/absent.ferry";
+  const testutil::ScratchDir scratch("artifact_load");
+  const std::string dir = scratch.str(), path = dir + "/absent.ferry";
   Expected<Executable> e = Executable::load(path);
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().diagnostics()[0].code, "artifact");

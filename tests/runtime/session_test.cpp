@@ -10,6 +10,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/reference/interpreter.h"
+#include "common/scratch.h"
 #include "ir/parser.h"
 #include "runtime/session.h"
 
@@ -347,7 +348,8 @@ TEST(Session, SavedAndLoadedExamplesGiveIdenticalOutputs) {
     ASSERT_TRUE(want.ok()) << want.status().message();
     Expected<Executable> exe = build(std::move(*g), on({Device::cpu()}));
     ASSERT_TRUE(exe.ok()) << exe.status().message();
-    const std::string file = ::testing::TempDir() + name + ".ferry";
+    const testutil::ScratchDir scratch(std::string("session_") + name);
+    const std::string file = (scratch / "model.ferry").string();
     ASSERT_TRUE(exe->save(file).ok());
 
     Expected<Session> first = Session::create(std::move(*exe), checked());

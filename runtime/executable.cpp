@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "backends/cpu/cpu_backend.h"
+#include "runtime/backend_registry.h"
 #include "runtime/memory_plan.h"
 
 namespace ferry {
@@ -173,15 +173,18 @@ Expected<Executable> lower(const Graph &compiled, const CompileOptions &options)
 
 Capabilities backendCapabilities() {
   Capabilities c;
-  const CpuBackend cpu;
-  for (const OpInfo &op : allOps())
-    for (DType t : kAllDTypes) {
-      const KernelCapability k = cpu.capability(op.kind, t);
-      if (!k.supported)
-        c.setMissing(DeviceKind::Cpu, op.kind, t);
-      else if (k.costFactor != 1)
-        c.setCostFactor(DeviceKind::Cpu, op.kind, t, k.costFactor);
-    }
+  for (const BackendEntry &entry : builtinBackends()) {
+    Expected<std::unique_ptr<Backend>> backend = entry.make(BackendOptions{});
+    if (!backend) continue;  // no such hardware here: Session::create says so
+    for (const OpInfo &op : allOps())
+      for (DType t : kAllDTypes) {
+        const KernelCapability k = (*backend)->capability(op.kind, t);
+        if (!k.supported)
+          c.setMissing(entry.kind, op.kind, t);
+        else if (k.costFactor != 1)
+          c.setCostFactor(entry.kind, op.kind, t, k.costFactor);
+      }
+  }
   return c;
 }
 
@@ -283,6 +286,10 @@ Status Executable::validate() const {
         return stepError(st, i,
                          "moves " + from.type.str() + " to " + result.type.str() + " on " +
                              result.device.str());
+      // Every transfer step is a copy between devices: the plan's counts rest on it.
+      if (from.device == result.device)
+        return stepError(st, i,
+                         "moves %" + from.name + " from " + from.device.str() + " to itself");
     }
     if (written[static_cast<size_t>(st.result)])
       return stepError(st, i, "writes %" + result.name + " a second time");

@@ -94,9 +94,10 @@ struct Executable {
   static Expected<Executable> deserialize(std::string_view bytes, std::string_view fileName);
 
   /// Checks the executable's own consistency (slot ids in range, operand devices equal to the
-  /// step's device except for transfers, weights of their slots' types, workspace offsets inside
-  /// the workspaces, inputs and activations written before read). load() runs it; an error
-  /// says which step or slot is wrong.
+  /// step's device except for transfers, which change device, weights of their slots' types,
+  /// workspace offsets inside the workspaces, inputs and activations written before read, the
+  /// plan's transfer counts those of the steps). load() runs it; an error says which step or
+  /// slot is wrong.
   Status validate() const;
 };
 
@@ -104,9 +105,9 @@ struct Executable {
 /// not placed or typed (stopped early, rejected) is an error.
 Expected<Executable> lower(const Graph &compiled, const CompileOptions &options);
 
-/// The capability table of this build's backends, as compile() reads it
-/// (CompileOptions::capabilities): every (op, dtype) the CPU backend has no kernel for, and the
-/// cost factors of the kernels it has.
+/// The capability table of this build's backends (builtinBackends(), runtime/backend_registry.h)
+/// as compile() reads it (CompileOptions::capabilities): every (op, dtype) a backend has no
+/// kernel for on its device kind, and the cost factors of the kernels it has.
 Capabilities backendCapabilities();
 
 /// The usual path: compile() with backendCapabilities() merged under `options.capabilities`

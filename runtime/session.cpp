@@ -1,13 +1,12 @@
-// runtime/session.cpp — weights uploaded once, a pool of workspaces, input checks, the step
-// loop with its transfer accounting.
+// runtime/session.cpp — backends from the registry, weights uploaded once, a pool of
+// workspaces, input checks, the step loop, and the check of what crossed devices against the
+// plan.
 #include "runtime/session.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
+#include <map>
 #include <mutex>
-
-#include "backends/cpu/cpu_backend.h"
 
 namespace ferry {
 
@@ -28,13 +27,28 @@ std::string names(const Executable &exe, const std::vector<int32_t> &slots) {
   return s.empty() ? "none" : s;
 }
 
+// The devices of `exe` by kind: how many each kind's backend must drive (the highest index + 1).
+std::map<DeviceKind, int> devicesByKind(const Executable &exe) {
+  std::map<DeviceKind, int> count;
+  for (Device d : exe.devices) count[d.kind] = std::max(count[d.kind], d.index + 1);
+  return count;
+}
+
+std::string describe(const std::vector<BackendEntry> &registry) {
+  std::string s;
+  for (const BackendEntry &e : registry) s += (s.empty() ? "" : "; ") + e.description;
+  return s.empty() ? "none" : s;
+}
+
 }  // namespace
 
 struct Session::State {
   Executable exe;
   Options options;
   bool moveInputs = false;
-  std::unique_ptr<CpuBackend> cpu;
+  // One backend per device kind the executable uses, and each slot's (by its device).
+  std::vector<std::pair<DeviceKind, std::unique_ptr<Backend>>> backends;
+  std::vector<Backend *> backendOfSlot;
   std::vector<std::byte *> weights;      // per weight, on its slot's device
   std::vector<Device> weightDevices;     // that device, for the release
   std::vector<int32_t> workspaceOfSlot;  // index into exe.workspaces, -1 for weights
@@ -49,12 +63,18 @@ struct Session::State {
   mutable std::vector<Workspace *> idle;
 
   ~State() {
-    if (!cpu) return;
     for (size_t w = 0; w < weights.size(); ++w)
-      if (weights[w]) cpu->release(weightDevices[w], weights[w]);
+      if (weights[w]) backend(weightDevices[w]).release(weightDevices[w], weights[w]);
     for (const auto &ws : all)
       for (size_t i = 0; i < ws->base.size(); ++i)
-        cpu->release(exe.workspaces[i].device, ws->base[i]);
+        backend(exe.workspaces[i].device).release(exe.workspaces[i].device, ws->base[i]);
+  }
+
+  Backend &backend(Device d) const {
+    for (const auto &[kind, b] : backends)
+      if (kind == d.kind) return *b;
+    FERRY_CHECK(false) << "no backend for " << d.str() << " (create() checked the devices)";
+    return *backends.front().second;
   }
 
   Expected<Workspace *> acquire() const {
@@ -68,10 +88,10 @@ struct Session::State {
     }
     auto ws = std::make_unique<Workspace>();
     for (const ferry::Workspace &w : exe.workspaces) {
-      Expected<std::byte *> p = cpu->allocate(w.device, w.bytes);
+      Expected<std::byte *> p = backend(w.device).allocate(w.device, w.bytes);
       if (!p) {
         for (size_t i = 0; i < ws->base.size(); ++i)
-          cpu->release(exe.workspaces[i].device, ws->base[i]);
+          backend(exe.workspaces[i].device).release(exe.workspaces[i].device, ws->base[i]);
         return p.status();
       }
       ws->base.push_back(*p);
@@ -90,6 +110,20 @@ struct Session::State {
     const Slot &s = exe.slots[static_cast<size_t>(slot)];
     if (s.kind == SlotKind::Weight) return weights[static_cast<size_t>(s.weight)];
     return ws.base[static_cast<size_t>(workspaceOfSlot[static_cast<size_t>(slot)])] + s.offset;
+  }
+
+  TensorView view(const Workspace &ws, int32_t slot) const {
+    const Slot &s = exe.slots[static_cast<size_t>(slot)];
+    return {address(ws, slot), &s.type, s.device};
+  }
+
+  // A transfer step: one backend's copy, or between two backends through host memory.
+  Status transfer(const TensorView &from, const TensorView &to, Traffic &traffic) const {
+    Backend &source = backend(from.device), &destination = backend(to.device);
+    if (&source == &destination) return source.copy(from, to, &traffic);
+    std::vector<std::byte> staging(from.bytes());
+    FERRY_TRY(source.download(from, staging));
+    return destination.upload(staging, from.device, to, &traffic);
   }
 
   Status checkInputs(const std::vector<NamedTensor> &given, std::vector<const Tensor *> &bySlot,
@@ -113,24 +147,35 @@ const Tensor *RunResult::find(std::string_view name) const {
 
 Expected<Session> Session::create(Executable exe, Options options) {
   if (Status s = exe.validate(); !s.ok()) return s;
-  int cpuDevices = 1;
-  for (Device d : exe.devices) {
-    if (!d.isHost())
-      return makeError("device", "the executable '" + exe.name + "' runs on " + d.str() +
-                                     ", and this build of ferry has no backend for it (only the "
-                                     "cpu backend with virtual devices cpu:N)");
-    cpuDevices = std::max(cpuDevices, d.index + 1);
-  }
+  const std::vector<BackendEntry> &registry =
+      options.backends.empty() ? builtinBackends() : options.backends;
   auto st = std::make_unique<State>();
-  st->options = options;
-  st->moveInputs = options.moveInputs.value_or(exe.placement == PlacementPolicy::Auto);
-  CpuBackend::Options cpuOptions;
-  cpuOptions.devices = cpuDevices;
-  cpuOptions.checkOwnership = options.checkPlan;
-  st->cpu = std::make_unique<CpuBackend>(cpuOptions);
+  for (const auto &[kind, devices] : devicesByKind(exe)) {
+    const Device first = *std::find_if(exe.devices.begin(), exe.devices.end(),
+                                       [kind = kind](Device d) { return d.kind == kind; });
+    const BackendEntry *entry = findBackend(registry, kind);
+    if (!entry)
+      return makeError("device", "the executable '" + exe.name + "' runs on " + first.str() +
+                                     ", and this build of ferry has no backend for it (backends: " +
+                                     describe(registry) + ")");
+    Expected<std::unique_ptr<Backend>> backend =
+        entry->make(BackendOptions{.devices = devices, .checked = options.checkPlan});
+    if (!backend) return backend.status();
+    for (Device d : exe.devices) {
+      const std::span<const Device> driven = (*backend)->devices();
+      if (d.kind == kind && std::find(driven.begin(), driven.end(), d) == driven.end())
+        return makeError("device", "the executable '" + exe.name + "' runs on " + d.str() +
+                                       ", which its backend (" + entry->description +
+                                       ") does not drive");
+    }
+    st->backends.emplace_back(kind, std::move(backend).value());
+  }
+  st->options = std::move(options);
+  st->moveInputs = st->options.moveInputs.value_or(exe.placement == PlacementPolicy::Auto);
 
   st->workspaceOfSlot.assign(exe.slots.size(), -1);
   for (size_t s = 0; s < exe.slots.size(); ++s) {
+    st->backendOfSlot.push_back(&st->backend(exe.slots[s].device));
     if (exe.slots[s].kind == SlotKind::Weight) continue;
     for (size_t w = 0; w < exe.workspaces.size(); ++w)
       if (exe.workspaces[w].device == exe.slots[s].device)
@@ -138,20 +183,22 @@ Expected<Session> Session::create(Executable exe, Options options) {
   }
   for (const Workspace &w : exe.workspaces) st->workspaceBytes += w.bytes;
 
-  // Weights: uploaded once, like model.to(device).
+  // Weights: uploaded once from host memory, like model.to(device).
   st->exe = std::move(exe);
   st->weights.assign(st->exe.weights.size(), nullptr);
   st->weightDevices.assign(st->exe.weights.size(), Device::cpu());
-  for (const Slot &s : st->exe.slots) {
+  for (size_t slot = 0; slot < st->exe.slots.size(); ++slot) {
+    const Slot &s = st->exe.slots[slot];
     if (s.kind != SlotKind::Weight) continue;
     const TensorData &data = st->exe.weights[static_cast<size_t>(s.weight)];
     std::byte *&dst = st->weights[static_cast<size_t>(s.weight)];
     if (dst) continue;  // two slots never share a weight, but be safe
-    Expected<std::byte *> p = st->cpu->allocate(s.device, data.byteSize());
+    Backend &backend = *st->backendOfSlot[slot];
+    Expected<std::byte *> p = backend.allocate(s.device, data.byteSize());
     if (!p) return p.status();
     dst = *p;
     st->weightDevices[static_cast<size_t>(s.weight)] = s.device;
-    if (data.byteSize() > 0) std::memcpy(dst, data.bytes().data(), data.byteSize());
+    FERRY_TRY(backend.upload(data.bytes(), Device::cpu(), {dst, &s.type, s.device}, nullptr));
     st->weightBytes += data.byteSize();
   }
   return Session(std::move(st));
@@ -230,13 +277,15 @@ Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,
     ~GiveBack() { st.giveBack(ws); }
   } giveBack{st, &ws};
 
-  int copies = 0;  // every copy between devices this run makes
+  // What the backends copied between devices in this run: the input moves and the transfer
+  // steps, counted where the bytes move (Backend::upload, Backend::copy).
+  Traffic traffic;
   const Clock::time_point inputCopy = Clock::now();
   stats.inputCopyStart = seconds(start, inputCopy);
   for (int32_t slot : exe.inputs) {
     const Tensor &t = *bySlot[static_cast<size_t>(slot)];
-    if (t.byteSize() > 0) std::memcpy(st.address(ws, slot), t.bytes().data(), t.byteSize());
-    if (t.device() != exe.slots[static_cast<size_t>(slot)].device) ++copies;
+    FERRY_TRY(st.backendOfSlot[static_cast<size_t>(slot)]->upload(t.bytes(), t.device(),
+                                                                  st.view(ws, slot), &traffic));
   }
   stats.inputCopySeconds = secondsSince(inputCopy);
 
@@ -247,38 +296,32 @@ Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,
     const Clock::time_point t = Clock::now();
     stats.stepStarts[i] = seconds(start, t);  // the read that times the step, not another one
     const Step &step = exe.steps[i];
-    const Slot &r = exe.slots[static_cast<size_t>(step.result)];
-    const TensorView out{st.address(ws, step.result), &r.type, r.device};
+    const TensorView out = st.view(ws, step.result);
     operands.clear();
-    for (int32_t o : step.operands) {
-      const Slot &s = exe.slots[static_cast<size_t>(o)];
-      operands.push_back({st.address(ws, o), &s.type, s.device});
-    }
-    Status s;
-    if (step.op == OpKind::Transfer) {
-      s = st.cpu->copy(operands[0], out);
-      ++copies;
-      ++stats.transfers;
-      stats.transferBytes += static_cast<int64_t>(r.type.byteSize());
-    } else {
-      s = st.cpu->run(KernelCall{opInfo(step.op), step.attrs, operands, out, step.loc});
-    }
+    for (int32_t o : step.operands) operands.push_back(st.view(ws, o));
+    Status s = step.op == OpKind::Transfer
+                   ? st.transfer(operands[0], out, traffic)
+                   : st.backendOfSlot[static_cast<size_t>(step.result)]->run(KernelCall{
+                         opInfo(step.op), step.attrs, operands, out, step.loc, &traffic});
     if (!s.ok()) return s;
     stats.stepSeconds[i] = secondsSince(t);
   }
-  stats.transfers += stats.inputMoves;
-  stats.transferBytes += stats.inputMoveBytes;
+  stats.transfers = traffic.copies;
+  stats.transferBytes = traffic.bytes;
   if (st.options.checkPlan) {
-    FERRY_CHECK(copies == exe.planTransfers + stats.inputMoves)
-        << "run of '" << exe.name << "' made " << copies << " copies between devices; the plan has "
-        << exe.planTransfers << " transfers and " << stats.inputMoves << " inputs were moved";
+    FERRY_CHECK(traffic.copies == exe.planTransfers + stats.inputMoves &&
+                traffic.bytes == exe.planTransferBytes + stats.inputMoveBytes)
+        << "run of '" << exe.name << "': the backends copied " << traffic.copies
+        << " tensors between devices (" << traffic.bytes << " bytes), but the plan has "
+        << exe.planTransfers << " transfers (" << exe.planTransferBytes << " bytes) and "
+        << stats.inputMoves << " inputs were moved (" << stats.inputMoveBytes << " bytes)";
   }
 
   for (int32_t slot : exe.outputs) {
     const Slot &s = exe.slots[static_cast<size_t>(slot)];
     TensorData data(s.type.dtype, s.type.shape);
-    if (data.byteSize() > 0)
-      std::memcpy(data.mutableBytes().data(), st.address(ws, slot), data.byteSize());
+    FERRY_TRY(st.backendOfSlot[static_cast<size_t>(slot)]->download(st.view(ws, slot),
+                                                                    data.mutableBytes()));
     result.outputs.push_back(
         {s.name, Tensor(std::move(data), runOptions.outputsOnDevice ? s.device : Device::cpu())});
   }

@@ -13,10 +13,14 @@
 // and gives it back, so concurrent runs never share activations and a steady stream of runs
 // allocates nothing new.
 //
-// Transfers: the session performs every copy between devices itself (the plan's transfer
-// steps, and the input moves) and counts them per run; kernels cannot read across devices (the
-// backend's ownership check). With `checkPlan` on, a run whose copies differ from the plan's
-// transfers plus its input moves aborts: that is a runtime bug, never a user error.
+// Backends: one per device kind the executable uses, made from a registry
+// (runtime/backend_registry.h; this build's by default) and used only through the Backend
+// interface: weights, inputs and outputs move with Backend::upload/download, transfer steps
+// with Backend::copy (or download + upload between two backends).
+//
+// Transfers: the backends count every copy that crosses devices as it happens (Traffic). With
+// `checkPlan` on, a run whose counted copies and bytes differ from the plan's transfer steps
+// plus its input moves aborts: that is a runtime bug, never a user error.
 #pragma once
 
 #include <memory>
@@ -25,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/backend_registry.h"
 #include "runtime/executable.h"
 #include "runtime/tensor.h"
 
@@ -48,7 +53,9 @@ struct RunStats {
   /// it took.
   double inputCopyStart = 0;
   double inputCopySeconds = 0;
-  int transfers = 0;  ///< copies between devices (plan + input moves)
+  /// Copies between devices, as the backends counted them: the plan's transfers and the input
+  /// moves.
+  int transfers = 0;
   int64_t transferBytes = 0;
   int inputMoves = 0;  ///< inputs moved to their planned device (moveInputs)
   int64_t inputMoveBytes = 0;
@@ -69,13 +76,15 @@ class Session {
     /// it), instead of rejecting it. Unset: on for executables compiled with `auto` placement,
     /// off for `strict` ones.
     std::optional<bool> moveInputs;
-    /// Check kernel operand ownership and the transfers of every run against the plan (see the
-    /// file comment). On in debug builds; tests turn it on.
+    /// Check kernel operand ownership, and the copies between devices of every run against the
+    /// plan (see the file comment). On in debug builds; tests turn it on.
 #ifdef NDEBUG
     bool checkPlan = false;
 #else
     bool checkPlan = true;
 #endif
+    /// Which backend runs each device kind; empty: this build's, builtinBackends().
+    std::vector<BackendEntry> backends;
   };
 
   struct RunOptions {

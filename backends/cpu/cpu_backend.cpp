@@ -87,7 +87,7 @@ size_t CpuBackend::bytesInUse(Device device) const {
   return a.inUse;
 }
 
-Status CpuBackend::copy(const TensorView &from, const TensorView &to) {
+Status CpuBackend::copy(const TensorView &from, const TensorView &to, Traffic *traffic) {
   if (from.type->dtype != to.type->dtype || from.type->numel() != to.type->numel())
     return makeError("internal", "copy of " + from.type->str() + " into " + to.type->str() +
                                      ": the dtypes and element counts must match");
@@ -100,6 +100,39 @@ Status CpuBackend::copy(const TensorView &from, const TensorView &to) {
                        "copy to " + to.device.str() + " writes memory that is not that device's");
   }
   if (from.bytes() > 0) std::memmove(to.data, from.data, from.bytes());
+  if (traffic && from.device != to.device) {
+    ++traffic->copies;
+    traffic->bytes += static_cast<int64_t>(from.bytes());
+  }
+  return Status();
+}
+
+Status CpuBackend::upload(std::span<const std::byte> from, Device source, const TensorView &to,
+                          Traffic *traffic) {
+  if (from.size() != to.bytes())
+    return makeError("internal", "upload of " + std::to_string(from.size()) + " bytes into " +
+                                     to.type->str() + " (" + std::to_string(to.bytes()) +
+                                     " bytes) on " + to.device.str());
+  if (options_.checkOwnership && !owns(to.device, to.data, to.bytes()))
+    return makeError("internal",
+                     "upload to " + to.device.str() + " writes memory that is not that device's");
+  if (!from.empty()) std::memcpy(to.data, from.data(), from.size());
+  if (traffic && source != to.device) {
+    ++traffic->copies;
+    traffic->bytes += static_cast<int64_t>(from.size());
+  }
+  return Status();
+}
+
+Status CpuBackend::download(const TensorView &from, std::span<std::byte> to) {
+  if (to.size() != from.bytes())
+    return makeError("internal", "download of " + from.type->str() + " on " + from.device.str() +
+                                     " (" + std::to_string(from.bytes()) + " bytes) into " +
+                                     std::to_string(to.size()) + " bytes");
+  if (options_.checkOwnership && !owns(from.device, from.data, from.bytes()))
+    return makeError("internal", "download from " + from.device.str() +
+                                     " reads memory that is not that device's");
+  if (!to.empty()) std::memcpy(to.data(), from.data, to.size());
   return Status();
 }
 
@@ -132,6 +165,16 @@ Status CpuBackend::checkOwnership(const KernelCall &call) const {
 Status CpuBackend::run(const KernelCall &call) {
   arena(call.result.device);  // a device of this backend, or a loud failure
   if (options_.checkOwnership) FERRY_TRY(checkOwnership(call));
+  // Bytes cross devices in copy() only, where they are counted.
+  if (call.op.kind == OpKind::Transfer && call.operands.size() == 1) {
+    const Device *to = call.attrs.size() == 1 ? std::get_if<Device>(&call.attrs[0]) : nullptr;
+    if (!to || *to != call.result.device)
+      return makeError("internal",
+                       where(call) + " writes " + call.result.device.str() +
+                           ", not the device its 'to' attribute names",
+                       call.loc);
+    return copy(call.operands[0], call.result, call.traffic);
+  }
   return cpu::runKernel(call);
 }
 

@@ -5,7 +5,9 @@
 // a transfer between cpu:0 and cpu:1 is a real copy between two arenas. With the ownership
 // check on (the default in debug builds and in tests), every kernel first checks that each
 // operand's bytes lie in an allocation of its node's device, so a missing transfer is an
-// error, never a silent read across devices.
+// error, never a silent read across devices; copies, uploads and downloads check their side(s)
+// too. Every copy between two devices (copy(), upload(), and the `transfer` kernel, which is a
+// copy()) is counted in the caller's Traffic.
 //
 // Kernels: every op of the table in every dtype it accepts (backends/cpu/kernels.h lists the
 // families); f16/bf16 compute in f32, GEMMs go through OpenBLAS, the rest is vectorised loops
@@ -43,7 +45,10 @@ class CpuBackend final : public Backend {
   Expected<std::byte *> allocate(Device device, size_t bytes) override;
   void release(Device device, std::byte *data) override;
   bool owns(Device device, const std::byte *data, size_t bytes) const override;
-  Status copy(const TensorView &from, const TensorView &to) override;
+  Status copy(const TensorView &from, const TensorView &to, Traffic *traffic) override;
+  Status upload(std::span<const std::byte> from, Device source, const TensorView &to,
+                Traffic *traffic) override;
+  Status download(const TensorView &from, std::span<std::byte> to) override;
   KernelCapability capability(OpKind op, DType dtype) const override;
   Status run(const KernelCall &call) override;
 

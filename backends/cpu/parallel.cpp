@@ -3,26 +3,26 @@
 #include "backends/cpu/parallel.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
 #include <unsupported/Eigen/CXX11/ThreadPool>
 
-#include "ir/status.h"
+#include "backends/cpu/num_threads.h"
 
 namespace ferry::cpu {
 
 namespace {
 
+// FERRY_NUM_THREADS or the core count; a bad value is ignored with a warning. The pool is made
+// once, so the warning is printed once.
 int threadsWanted() {
-  if (const char *env = std::getenv("FERRY_NUM_THREADS"); env && *env) {
-    char *end = nullptr;
-    const long n = std::strtol(env, &end, 10);
-    FERRY_CHECK(*end == '\0' && n >= 1 && n <= 1024)
-        << "FERRY_NUM_THREADS must be a whole number from 1 to 1024, got '" << env << "'";
-    return static_cast<int>(n);
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
+  std::string warning;
+  const int n =
+      resolveNumThreads(std::getenv(kNumThreadsEnv), std::thread::hardware_concurrency(), warning);
+  if (!warning.empty()) std::fprintf(stderr, "ferry: warning: %s\n", warning.c_str());
+  return n;
 }
 
 // The calling thread works too, so the pool holds one thread fewer than wanted.

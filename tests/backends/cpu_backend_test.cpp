@@ -1,11 +1,13 @@
 // tests/backends/cpu_backend_test.cpp — the CPU backend: arenas of virtual devices, copies,
-// the ownership check, and every kernel it claims (supports()) against the reference
-// interpreter, for every dtype the op accepts, with broadcasting and edge shapes.
+// uploads and downloads with their traffic counts, the ownership check, and the elementwise,
+// where, cast and copy-family kernels against the reference interpreter, for every dtype the op
+// accepts, with broadcasting and edge shapes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include "cpu_test_util.h"
 
@@ -55,22 +57,80 @@ TEST(CpuBackend, CopiesBetweenVirtualDevicesAndChecksBothSides) {
       TensorData::fromDoubles(DType::F32, {2, 3}, std::vector<double>{1, 2, 3, 4, 5, 6});
   DeviceTensor from = upload(b, x, Device::cpu(0));
   DeviceTensor to = upload(b, TensorData(DType::F32, {2, 3}), Device::cpu(1));
-  ASSERT_TRUE(b.copy(from.view(), to.view()).ok());
-  EXPECT_TRUE(sameTensor(download(to), x, 0));
+  Traffic traffic;
+  ASSERT_TRUE(b.copy(from.view(), to.view(), &traffic).ok());
+  EXPECT_TRUE(sameTensor(download(b, to), x, 0));
+  EXPECT_EQ(traffic.copies, 1);
+  EXPECT_EQ(traffic.bytes, 24);
+  // A copy within one device moves no bytes between devices.
+  DeviceTensor same = upload(b, TensorData(DType::F32, {2, 3}), Device::cpu(1));
+  ASSERT_TRUE(b.copy(to.view(), same.view(), &traffic).ok());
+  EXPECT_TRUE(sameTensor(download(b, same), x, 0));
+  EXPECT_EQ(traffic.copies, 1);
   // A view that claims cpu:1 but points into cpu:0's arena is caught.
   TensorView liar = from.view();
   liar.device = Device::cpu(1);
-  Status s = b.copy(liar, to.view());
+  Status s = b.copy(liar, to.view(), &traffic);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("copy from cpu:1 reads memory that is not that device's"),
             std::string::npos)
       << s.message();
   // Mismatched element counts are refused, not overrun.
   DeviceTensor small = upload(b, TensorData(DType::F32, {2}), Device::cpu(1));
-  s = b.copy(from.view(), small.view());
+  s = b.copy(from.view(), small.view(), &traffic);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("must match"), std::string::npos) << s.message();
-  for (DeviceTensor *d : {&from, &to, &small}) b.release(d->device, d->data);
+  // Refused copies moved nothing and count nothing.
+  EXPECT_EQ(traffic.copies, 1);
+  EXPECT_EQ(traffic.bytes, 24);
+  for (DeviceTensor *d : {&from, &to, &same, &small}) b.release(d->device, d->data);
+}
+
+// Host memory in and out: sizes and ownership checked, an upload counted as a copy between
+// devices exactly when the bytes stand for another device than the destination.
+TEST(CpuBackend, UploadsAndDownloadsCheckTheirSideAndCountMoves) {
+  CpuBackend b(checked(2));
+  const TensorData x = randomBytes(DType::I64, {5}, 3);
+  DeviceTensor d = upload(b, TensorData(DType::I64, {5}), Device::cpu(1));
+  Traffic traffic;
+  ASSERT_TRUE(b.upload(x.bytes(), Device::cpu(1), d.view(), &traffic).ok());
+  EXPECT_EQ(traffic.copies, 0);  // bytes of cpu:1 into cpu:1
+  EXPECT_TRUE(sameBytes(download(b, d), x));
+  ASSERT_TRUE(b.upload(x.bytes(), Device::cpu(), d.view(), &traffic).ok());
+  EXPECT_EQ(traffic.copies, 1);  // bytes of cpu into cpu:1: a move
+  EXPECT_EQ(traffic.bytes, 40);
+  ASSERT_TRUE(b.upload(x.bytes(), Device::cpu(), d.view(), nullptr).ok());  // not counted
+
+  std::vector<std::byte> host(39);
+  Status s = b.upload(host, Device::cpu(1), d.view(), &traffic);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.diagnostics()[0].code, "internal");
+  EXPECT_NE(s.message().find("upload of 39 bytes into i64[5] (40 bytes) on cpu:1"),
+            std::string::npos)
+      << s.message();
+  s = b.download(d.view(), host);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("download of i64[5] on cpu:1 (40 bytes) into 39 bytes"),
+            std::string::npos)
+      << s.message();
+  TensorView liar = d.view();
+  liar.device = Device::cpu(0);
+  host.resize(40);
+  s = b.upload(host, Device::cpu(), liar, &traffic);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("upload to cpu writes memory that is not that device's"),
+            std::string::npos)
+      << s.message();
+  s = b.download(liar, host);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("download from cpu reads memory that is not that device's"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(traffic.copies, 1);
+  // Empty tensors move nothing, and still succeed.
+  DeviceTensor empty = upload(b, TensorData(DType::F32, {0, 3}), Device::cpu(1));
+  EXPECT_TRUE(b.download(empty.view(), std::span<std::byte>()).ok());
+  for (DeviceTensor *t : {&d, &empty}) b.release(t->device, t->data);
 }
 
 TEST(CpuBackend, AKernelReadingAnotherDevicesMemoryIsAMissingTransfer) {
@@ -93,10 +153,10 @@ TEST(CpuBackend, AKernelReadingAnotherDevicesMemoryIsAMissingTransfer) {
       << s.message();
   // With the transfer done (a copy into cpu:0's arena), the same call runs.
   DeviceTensor moved = upload(b, TensorData(DType::F32, {4}), Device::cpu(0));
-  ASSERT_TRUE(b.copy(c.view(), moved.view()).ok());
+  ASSERT_TRUE(b.copy(c.view(), moved.view(), nullptr).ok());
   views[1] = moved.view();
   ASSERT_TRUE(b.run(KernelCall{add, attrs, views, out.view(), loc}).ok());
-  EXPECT_TRUE(sameTensor(download(out), TensorData::full(DType::F32, {4}, 2.0), 0));
+  EXPECT_TRUE(sameTensor(download(b, out), TensorData::full(DType::F32, {4}, 2.0), 0));
   for (DeviceTensor *d : {&a, &c, &out, &moved}) b.release(d->device, d->data);
 }
 
@@ -128,6 +188,38 @@ constexpr OpKind kBinary[] = {OpKind::Add,  OpKind::Sub,     OpKind::Mul,     Op
                               OpKind::Pow,  OpKind::Maximum, OpKind::Minimum, OpKind::Equal,
                               OpKind::Less, OpKind::Greater};
 
+// The ops whose result is a float even for bool/integer operands (torch.exp(int) is float):
+// the dtype pass casts their operands to a float first, so the backend needs no integer kernel.
+constexpr OpKind kFloatResult[] = {OpKind::Exp,  OpKind::Log,     OpKind::Sqrt, OpKind::Rsqrt,
+                                   OpKind::Tanh, OpKind::Sigmoid, OpKind::Erf,  OpKind::Div};
+
+template <size_t N> bool isOneOf(OpKind k, const OpKind (&list)[N]) {
+  return std::find(std::begin(list), std::end(list), k) != std::end(list);
+}
+
+// supports() is true exactly for the dtypes each elementwise op accepts, but for the float-result
+// ops on bool and integers: false there, by design, and those ops are exactly the PromoteFloat
+// ones of the op table.
+TEST(CpuBackend, ElementwiseClaimsEveryDTypeTheOpsAcceptButFloatResultsOnIntegers) {
+  CpuBackend b(checked(1));
+  for (OpKind k : kUnary) EXPECT_FALSE(isOneOf(k, kBinary)) << opInfo(k).name;
+  for (const OpInfo &info : allOps()) {
+    if (!isOneOf(info.kind, kUnary) && !isOneOf(info.kind, kBinary)) continue;
+    const bool floatResult = isOneOf(info.kind, kFloatResult);
+    EXPECT_EQ(floatResult, info.dtypeRule == DTypeRule::PromoteFloat) << info.name;
+    for (DType t : kAllDTypes) {
+      SCOPED_TRACE(std::string(info.name) + " " + std::string(dtypeName(t)));
+      const bool accepts = acceptsDType(info.accepts, t);
+      if (floatResult && !isFloating(t)) {
+        EXPECT_TRUE(accepts);  // the op takes integers; the backend never sees them
+        EXPECT_FALSE(b.supports(info.kind, t));
+      } else {
+        EXPECT_EQ(b.supports(info.kind, t), accepts);
+      }
+    }
+  }
+}
+
 // Every unary and binary op the backend claims, for every dtype, on shapes that broadcast in
 // each way and on empty and size-1 tensors: equal to the reference within the dtype's tolerance.
 TEST(CpuBackend, ElementwiseKernelsMatchTheReferenceForEveryClaimedDType) {
@@ -139,12 +231,10 @@ TEST(CpuBackend, ElementwiseKernelsMatchTheReferenceForEveryClaimedDType) {
   int checkedCases = 0;
   uint64_t seed = 1;
   for (const OpInfo &info : allOps()) {
-    const bool isUnary =
-        std::find(std::begin(kUnary), std::end(kUnary), info.kind) != std::end(kUnary);
-    const bool isBinary =
-        std::find(std::begin(kBinary), std::end(kBinary), info.kind) != std::end(kBinary);
+    const bool isUnary = isOneOf(info.kind, kUnary), isBinary = isOneOf(info.kind, kBinary);
     if (!isUnary && !isBinary) continue;
     for (DType dtype : kAllDTypes) {
+      // Exactly the accepted dtypes but the float results on integers (the test above).
       if (!b.supports(info.kind, dtype)) continue;
       std::vector<std::vector<NamedAttr>> attrSets{{}};
       if (info.kind == OpKind::Gelu)
@@ -247,7 +337,8 @@ TEST(CpuBackend, WhereCastAndCopiesMatchTheReferenceForEveryDType) {
           << "cast to " << dtypeName(to);
     }
 
-    // reshape and flatten move the same bytes; constant writes its value.
+    // reshape moves the same bytes (its family: CopyKernelsMatchTheReferenceForEveryDType);
+    // constant writes its value.
     const OpInfo &r = opInfo(OpKind::Reshape);
     const Attrs shape = completeAttrs(r, {reftest::attrIs("shape", {4, -1})});
     const TensorData y = sample(dtype, {2, 3, 2}, OpKind::Reshape, seed++);
@@ -260,6 +351,92 @@ TEST(CpuBackend, WhereCastAndCopiesMatchTheReferenceForEveryDType) {
     got = runOnCpu(b, k, {}, value, y.type());
     ASSERT_TRUE(got.ok()) << got.status().message();
     EXPECT_TRUE(sameTensor(*got, y, 0));
+  }
+}
+
+// The ops that move bytes unchanged into another shape, and identity: every dtype, byte for
+// byte (NaN payloads included), on the shapes and attributes each op takes.
+TEST(CpuBackend, CopyKernelsMatchTheReferenceForEveryDType) {
+  using reftest::attrI;
+  using reftest::attrIs;
+  CpuBackend b(checked(1));
+  const std::vector<std::tuple<OpKind, Shape, std::vector<NamedAttr>>> cases = {
+      {OpKind::Flatten, {2, 3, 4}, {}},
+      {OpKind::Flatten, {2, 3, 4}, {attrI("start", 1)}},
+      {OpKind::Flatten, {2, 3, 4, 5}, {attrI("start", 1), attrI("end", 2)}},
+      {OpKind::Flatten, {2, 3, 4}, {attrI("start", -2), attrI("end", -1)}},
+      {OpKind::Flatten, {}, {}},
+      {OpKind::Flatten, {0, 3}, {}},
+      {OpKind::Squeeze, {1, 3, 1, 4}, {}},
+      {OpKind::Squeeze, {1, 3, 1, 4}, {attrIs("axes", {2})}},
+      {OpKind::Squeeze, {1, 3, 1, 4}, {attrIs("axes", {0, -2})}},
+      {OpKind::Squeeze, {1}, {}},
+      {OpKind::Unsqueeze, {3, 4}, {attrIs("axes", {0})}},
+      {OpKind::Unsqueeze, {3, 4}, {attrIs("axes", {-1, 1})}},
+      {OpKind::Unsqueeze, {}, {attrIs("axes", {0})}},
+      {OpKind::Unsqueeze, {0, 2}, {attrIs("axes", {1})}},
+      {OpKind::Identity, {2, 3}, {}},
+      {OpKind::Identity, {}, {}},
+      {OpKind::Identity, {1100}, {}},
+      {OpKind::Reshape, {2, 3, 2}, {attrIs("shape", {4, -1})}},
+  };
+  uint64_t seed = 500;
+  int ran = 0;
+  for (const auto &[kind, shape, attrs] : cases) {
+    for (DType dtype : kAllDTypes) {
+      SCOPED_TRACE(std::string(opInfo(kind).name) + " " + std::string(dtypeName(dtype)) + " " +
+                   shapeStr(shape));
+      EXPECT_TRUE(b.supports(kind, dtype));
+      const TensorData x = randomBytes(dtype, shape, seed++);
+      TensorData got, want;
+      ASSERT_TRUE(runBoth(b, kind, {x}, attrs, got, want));
+      EXPECT_TRUE(sameBytes(got, want));
+      EXPECT_EQ(std::memcmp(got.bytes().data(), x.bytes().data(), x.byteSize()), 0);
+      ++ran;
+    }
+  }
+  EXPECT_EQ(ran, static_cast<int>(cases.size() * std::size(kAllDTypes)));
+}
+
+// A transfer in every dtype, both ways it can run: Backend::copy, as the runtime sends transfer
+// steps, and Backend::run of a transfer node; each counted once in the traffic, and equal to the
+// reference's transfer byte for byte.
+TEST(CpuBackend, TransfersCopyBetweenDevicesForEveryDType) {
+  CpuBackend b(checked(2));
+  const OpInfo &transfer = opInfo(OpKind::Transfer);
+  const Location loc{"model.fy", 7, 3};
+  uint64_t seed = 900;
+  for (DType dtype : kAllDTypes) {
+    SCOPED_TRACE(std::string(dtypeName(dtype)));
+    EXPECT_TRUE(b.supports(OpKind::Transfer, dtype));
+    const TensorData x = randomBytes(dtype, {3, 700}, seed++);
+    const Attrs attrs = reftest::completeAttrs(transfer, {{"to", Device::cpu(1)}});
+    Expected<TensorData> want = reference::evalOp(transfer, std::vector{x}, attrs, x.type());
+    ASSERT_TRUE(want.ok()) << want.status().message();
+    DeviceTensor from = upload(b, x, Device::cpu(0));
+    DeviceTensor viaCopy = upload(b, TensorData(dtype, {3, 700}), Device::cpu(1));
+    DeviceTensor viaRun = upload(b, TensorData(dtype, {3, 700}), Device::cpu(1));
+    Traffic traffic;
+    ASSERT_TRUE(b.copy(from.view(), viaCopy.view(), &traffic).ok());
+    EXPECT_TRUE(sameBytes(download(b, viaCopy), *want));
+    const TensorView operands[] = {from.view()};
+    KernelCall call{transfer, attrs, operands, viaRun.view(), loc, &traffic};
+    Status s = b.run(call);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_TRUE(sameBytes(download(b, viaRun), *want));
+    EXPECT_EQ(traffic.copies, 2);
+    EXPECT_EQ(traffic.bytes, 2 * static_cast<int64_t>(x.byteSize()));
+    // A transfer node whose result is not on the device it names is a broken call.
+    const Attrs wrong = reftest::completeAttrs(transfer, {{"to", Device::cpu(0)}});
+    s = b.run(KernelCall{transfer, wrong, operands, viaRun.view(), loc, &traffic});
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.diagnostics()[0].code, "internal");
+    EXPECT_NE(s.message().find("'transfer' at model.fy:7:3 writes cpu:1, not the device its 'to' "
+                               "attribute names"),
+              std::string::npos)
+        << s.message();
+    EXPECT_EQ(traffic.copies, 2);
+    for (DeviceTensor *d : {&from, &viaCopy, &viaRun}) b.release(d->device, d->data);
   }
 }
 

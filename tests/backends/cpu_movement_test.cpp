@@ -25,31 +25,6 @@ using namespace cputest;
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
-// Random bytes (bool: 0 or 1), so that a misplaced element of any dtype shows; floats may hold
-// any bit pattern, NaNs included, which movement must carry unchanged.
-TensorData randomBytes(DType dtype, Shape shape, uint64_t seed) {
-  TensorData t(dtype, std::move(shape));
-  std::mt19937_64 rng(seed);
-  std::span<std::byte> bytes = t.mutableBytes();
-  for (std::byte &b : bytes)
-    b = static_cast<std::byte>(dtype == DType::Bool ? rng() % 2 : rng() & 0xff);
-  return t;
-}
-
-::testing::AssertionResult sameBytes(const TensorData &got, const TensorData &want) {
-  if (got.type() != want.type())
-    return ::testing::AssertionFailure()
-           << "type " << got.type().str() << ", want " << want.type().str();
-  const size_t size = dtypeSize(got.dtype());
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    const size_t at = static_cast<size_t>(i) * size;
-    if (std::memcmp(got.bytes().data() + at, want.bytes().data() + at, size) != 0)
-      return ::testing::AssertionFailure()
-             << "element " << i << " of " << got.type().str() << " differs from the reference";
-  }
-  return ::testing::AssertionSuccess();
-}
-
 // Infers the result type, runs `kind` on the reference and on the CPU backend, and compares:
 // exactly (tol < 0: byte for byte) or as sameTensor does within `tol`.
 ::testing::AssertionResult matchesReference(CpuBackend &b, OpKind kind,

@@ -1,6 +1,6 @@
 // tests/backends/cpu_test_util.h — running single kernels of the CPU backend in tests: tensors
-// uploaded to a virtual device, one KernelCall, the result downloaded; sample inputs per op
-// and tolerances per dtype against the reference interpreter.
+// uploaded to a virtual device (Backend::upload), one KernelCall, the result downloaded; sample
+// inputs per op and tolerances per dtype against the reference interpreter.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -29,16 +29,20 @@ struct DeviceTensor {
   TensorView view() { return {data, &type, device}; }
 };
 
+// Through Backend::upload and Backend::download, as the runtime moves an app's bytes.
 inline DeviceTensor upload(CpuBackend &b, const TensorData &t, Device device) {
   Expected<std::byte *> p = b.allocate(device, t.byteSize());
   FERRY_CHECK(p.ok()) << p.status().message();
-  if (t.byteSize() > 0) std::memcpy(*p, t.bytes().data(), t.byteSize());
-  return {t.type(), *p, device};
+  DeviceTensor d{t.type(), *p, device};
+  Status s = b.upload(t.bytes(), device, d.view(), nullptr);
+  FERRY_CHECK(s.ok()) << s.message();
+  return d;
 }
 
-inline TensorData download(const DeviceTensor &d) {
+inline TensorData download(CpuBackend &b, DeviceTensor &d) {
   TensorData t(d.type.dtype, d.type.shape);
-  if (t.byteSize() > 0) std::memcpy(t.mutableBytes().data(), d.data, t.byteSize());
+  Status s = b.download(d.view(), t.mutableBytes());
+  FERRY_CHECK(s.ok()) << s.message();
   return t;
 }
 
@@ -53,7 +57,8 @@ inline Expected<TensorData> runOnCpu(CpuBackend &b, const OpInfo &op,
   DeviceTensor out = upload(b, TensorData(result.dtype, result.shape), device);
   const Location loc{"test.fy", 3, 1};
   Status s = b.run(KernelCall{op, attrs, views, out.view(), loc});
-  Expected<TensorData> got = s.ok() ? Expected<TensorData>(download(out)) : Expected<TensorData>(s);
+  Expected<TensorData> got =
+      s.ok() ? Expected<TensorData>(download(b, out)) : Expected<TensorData>(s);
   for (DeviceTensor &d : operands) b.release(device, d.data);
   b.release(device, out.data);
   return got;
@@ -78,6 +83,32 @@ inline TensorData sample(DType dtype, Shape shape, OpKind op, uint64_t seed) {
     }
   }
   return t;
+}
+
+// Random bytes (bool: 0 or 1), so that a misplaced element of any dtype shows; floats may hold
+// any bit pattern, NaNs included, which movement and copies must carry unchanged.
+inline TensorData randomBytes(DType dtype, Shape shape, uint64_t seed) {
+  TensorData t(dtype, std::move(shape));
+  std::mt19937_64 rng(seed);
+  std::span<std::byte> bytes = t.mutableBytes();
+  for (std::byte &b : bytes)
+    b = static_cast<std::byte>(dtype == DType::Bool ? rng() % 2 : rng() & 0xff);
+  return t;
+}
+
+// The same type and the same bytes, element by element (NaN payloads included).
+inline ::testing::AssertionResult sameBytes(const TensorData &got, const TensorData &want) {
+  if (got.type() != want.type())
+    return ::testing::AssertionFailure()
+           << "type " << got.type().str() << ", want " << want.type().str();
+  const size_t size = dtypeSize(got.dtype());
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const size_t at = static_cast<size_t>(i) * size;
+    if (std::memcmp(got.bytes().data() + at, want.bytes().data() + at, size) != 0)
+      return ::testing::AssertionFailure()
+             << "element " << i << " of " << got.type().str() << " differs from the reference";
+  }
+  return ::testing::AssertionSuccess();
 }
 
 inline double tolerance(DType t) {

@@ -5,11 +5,13 @@
 //
 // Each seed makes one graph (tests/common/random_graph.h) and compiles it under one of the
 // policy combinations (auto placement most of the time, so that most graphs have transfers;
-// strict ones that are rejected are counted and skipped). Graphs of well-conditioned ops with
-// small values are compared within a tolerance from the narrowest float dtype the compiled
-// graph computes in; the others (every op, extreme values) must fail exactly when the
-// reference fails and otherwise agree in their exact (bool and integer) outputs and within the
-// same tolerance wherever the reference's values are finite and moderate.
+// strict ones that are rejected are counted and skipped). Every graph that runs must run
+// exactly when the reference does, and with the plan's transfers. Its outputs are then compared:
+// bool and integer outputs exactly, float outputs within a tolerance from the narrowest float
+// dtype the compiled graph computes in, scaled by its values. Graphs of well-conditioned ops
+// with small values are always compared; the others (every op, extreme values) only when the
+// reference's values stay finite and moderate (below 1e6) — the rest overflow, are counted
+// apart, and only their failure behaviour is checked.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,6 +28,7 @@ namespace {
 constexpr int kGraphs = 2800;
 constexpr int kShards = 4;
 constexpr int kMaxFailures = 5;
+constexpr int kMinCompared = 2000;
 
 const std::vector<OpKind> &kWellConditioned = testutil::wellConditionedOps();
 
@@ -53,7 +56,8 @@ class ExecuteProperty : public ::testing::TestWithParam<int> {};
 
 TEST_P(ExecuteProperty, CompiledGraphsRunOnTheCpuBackendAsTheReferenceDoes) {
   const int shard = GetParam();
-  int graphs = 0, ran = 0, rejected = 0, withTransfers = 0, bothFailed = 0, failures = 0;
+  int graphs = 0, rejected = 0, bothFailed = 0, overflowed = 0, compared = 0, withTransfers = 0,
+      exactOutputs = 0, failures = 0;
   for (int seed = shard; seed < kGraphs && failures < kMaxFailures; seed += kShards) {
     ++graphs;
     const bool conditioned = seed % 3 != 0;
@@ -86,7 +90,6 @@ TEST_P(ExecuteProperty, CompiledGraphsRunOnTheCpuBackendAsTheReferenceDoes) {
       ++failures;
       continue;
     }
-    withTransfers += exe->planTransfers > 0;
     Session::Options so;
     so.checkPlan = true;
     Expected<Session> session = Session::create(std::move(exe).value(), so);
@@ -119,12 +122,15 @@ TEST_P(ExecuteProperty, CompiledGraphsRunOnTheCpuBackendAsTheReferenceDoes) {
       ++bothFailed;
       continue;
     }
-    ++ran;
-    if (got->stats.transfers != session->executable().planTransfers) {
-      ADD_FAILURE() << got->stats.transfers << " transfers, the plan has "
-                    << session->executable().planTransfers << "\n"
+    const Executable &plan = session->executable();
+    if (got->stats.transfers != plan.planTransfers ||
+        got->stats.transferBytes != plan.planTransferBytes) {
+      ADD_FAILURE() << got->stats.transfers << " transfers of " << got->stats.transferBytes
+                    << " bytes, the plan has " << plan.planTransfers << " of "
+                    << plan.planTransferBytes << "\n"
                     << context();
       ++failures;
+      continue;
     }
     // The CPU kernels compute f16/bf16 in f32 and may sum in another order than the
     // reference: a tolerance from the narrowest float dtype of the graph, scaled by its values.
@@ -133,23 +139,42 @@ TEST_P(ExecuteProperty, CompiledGraphsRunOnTheCpuBackendAsTheReferenceDoes) {
       narrowest = std::max(
           narrowest, testutil::unitRoundoff(r.graph.value(r.graph.node(id).result).type.dtype));
     const double scale = testutil::valueScale(r.graph, inputs);
-    if (!conditioned && !(scale < 1e6))
-      continue;  // overflowing graphs: the failure check above only
+    if (!conditioned && !(scale < 1e6)) {
+      ++overflowed;  // the failure and transfer checks above only
+      continue;
+    }
     const double tol = narrowest * scale * (8 + 4 * static_cast<double>(r.graph.order().size()));
-    const std::string diff = testutil::compareOutputs(*want, outputsOf(*got), tol);
+    const std::vector<TensorData> outputs = outputsOf(*got);
+    std::string diff = outputs.size() == want->size() ? "" : "the number of outputs differs";
+    int exact = 0;
+    for (size_t k = 0; k < outputs.size() && diff.empty(); ++k) {
+      // Bool and integer outputs exactly; floats within the tolerance.
+      const bool isExact = !isFloating((*want)[k].dtype());
+      exact += isExact;
+      diff = testutil::compareOutputs({(*want)[k]}, {outputs[k]}, isExact ? 0 : tol);
+      if (!diff.empty()) diff = "output " + std::to_string(k) + ": " + diff;
+    }
     if (!diff.empty()) {
       ADD_FAILURE() << "values differ: " << diff << "\n" << context();
       ++failures;
+      continue;
     }
+    ++compared;
+    exactOutputs += exact;
+    withTransfers += plan.planTransfers > 0;
   }
-  std::printf(
-      "shard %d: %d graphs, %d ran and compared, %d rejected by compile, %d failed in both, "
-      "%d with transfers\n",
-      shard, graphs, ran, rejected, bothFailed, withTransfers);
+  std::printf("shard %d: %d graphs: %d rejected by compile, %d failed in both, %d ran but "
+              "overflowed (not compared), %d ran and compared (%d with transfers, %d bool or "
+              "integer outputs compared exactly)\n",
+              shard, graphs, rejected, bothFailed, overflowed, compared, withTransfers,
+              exactOutputs);
   EXPECT_EQ(graphs, kGraphs / kShards);
-  // At least 2,000 executed graphs over all shards, and transfers in a good share of them.
-  EXPECT_GE(ran, 2000 / kShards);
-  EXPECT_GT(withTransfers, ran / 10);
+  EXPECT_EQ(rejected + bothFailed + overflowed + compared + failures, graphs);
+  // At least 2,000 graphs compared over all shards, transfers in a good share of them, and
+  // exact outputs among them.
+  EXPECT_GE(compared, kMinCompared / kShards);
+  EXPECT_GT(withTransfers, compared / 10);
+  EXPECT_GT(exactOutputs, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, ExecuteProperty, ::testing::Range(0, kShards));

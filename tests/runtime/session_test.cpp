@@ -3,6 +3,7 @@
 // counted against the plan, many threads share one session.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -416,6 +417,16 @@ TEST(Lower, ValidateRejectsInconsistentPlans) {
   e = *exe;
   e.workspaces[0].bytes = 0;
   expectError(e, "outside its device's workspace");
+  // A transfer to the device its value is on already: no copy between devices, so the plan's
+  // transfer count would not be what the backends count.
+  e = *exe;
+  auto transfer = std::find_if(e.steps.begin(), e.steps.end(),
+                               [](const Step &st) { return st.op == OpKind::Transfer; });
+  ASSERT_NE(transfer, e.steps.end());
+  Slot &from = e.slots[static_cast<size_t>(transfer->operands[0])];
+  ASSERT_EQ(from.kind, SlotKind::Weight);  // %w, moved to cpu: it needs no workspace
+  from.device = e.slots[static_cast<size_t>(transfer->result)].device;
+  expectError(e, "moves %w from " + from.device.str() + " to itself");
 }
 
 }  // namespace

@@ -72,7 +72,9 @@ fs::path example(const char *name) { return fs::path(FERRY_SOURCE_DIR) / "exampl
 
 class FerryRun : public tooltest::ToolTest {
  protected:
-  Result run(const std::string &args) { return runTool(FERRY_RUN, args); }
+  Result run(const std::string &args, const std::string &env = "") {
+    return runTool(FERRY_RUN, args, env);
+  }
 
   std::string writeTensor(const std::string &name, const TensorData &t) {
     EXPECT_TRUE(writeNpy(t, path(name)).ok());
@@ -235,16 +237,46 @@ TEST_F(FerryRun, ArtifactRunsLikeItsModel) {
   EXPECT_EQ(policy.exit, 2);
   EXPECT_TRUE(policy.err.starts_with("ferry-run: error: --no-fallback: ")) << policy.err;
 
-  // A truncated artifact and a file that is neither format: the loader's one-line reason.
+  // A truncated artifact (it has the magic): the loader's one-line reason.
   std::string bytes = readFile(artifact);
   const std::string truncated = write("cut.ferry", bytes.substr(0, bytes.size() / 2));
   Result cut = run(shellQuote(truncated) + " --random-inputs");
   EXPECT_EQ(cut.exit, 2);
   EXPECT_EQ(count(cut.err, "\n"), 1u) << cut.err;
   EXPECT_TRUE(contains(cut.err, truncated)) << cut.err;
-  Result npy = run(shellQuote(xFile) + " --random-inputs");
-  EXPECT_EQ(npy.exit, 2);
-  EXPECT_TRUE(contains(npy.err, "bad magic")) << npy.err;
+}
+
+// The magic alone says "artifact": any file that starts with it goes to the loader, anything
+// else to the .fy parser, which points at the bytes it cannot read.
+TEST_F(FerryRun, AnArtifactIsToldByItsMagicAlone) {
+  // A valid .fy with control bytes in a comment (an escape sequence, a form feed) is a model.
+  const std::string esc = write("esc.fy", "graph g {  # \x1b[1mbold\x1b[0m\n"
+                                          "  input %x : f32[3] @cpu  # \x01\x7f\n"
+                                          "  %y = relu(%x)\n  output %y\n}\n");
+  Result r = run(shellQuote(esc) + " --random-inputs --iterations 1");
+  EXPECT_EQ(r.exit, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("model g (" + esc + "): devices cpu")) << r.out;
+  EXPECT_TRUE(contains(r.out, "output y: f32[3] @cpu")) << r.out;
+
+  // A file with the magic and nothing valid after it: the loader's reason, a usage error.
+  const std::string fake = write("fake.fy", "FERRYEXE and then text");
+  Result loaded = run(shellQuote(fake) + " --random-inputs");
+  EXPECT_EQ(loaded.exit, 2);
+  EXPECT_EQ(count(loaded.err, "\n"), 1u) << loaded.err;
+  EXPECT_TRUE(loaded.err.starts_with("ferry-run: error: ")) << loaded.err;
+  EXPECT_TRUE(contains(loaded.err, fake)) << loaded.err;
+
+  // Not text, and no magic (a .npy file; the magic cut short): the parser's errors, located.
+  const std::string npy = writeTensor("x.npy", TensorData::randn(DType::F32, {2}, 1));
+  Result bin = run(shellQuote(npy) + " --random-inputs");
+  EXPECT_EQ(bin.exit, 1);
+  EXPECT_EQ(bin.out, "");
+  EXPECT_TRUE(contains(bin.err, npy + ":1:1: error: unexpected byte 0x93 (not valid UTF-8)"))
+      << bin.err;
+  const std::string stub = write("stub.ferry", "FERRY");
+  Result cut = run(shellQuote(stub) + " --random-inputs");
+  EXPECT_EQ(cut.exit, 1);
+  EXPECT_TRUE(contains(cut.err, stub + ":1:1: error: ")) << cut.err;
 }
 
 // Output names become file names: a '/' (possible in imported names) must not leave the folder.
@@ -276,6 +308,12 @@ TEST_F(FerryRun, BadOptionsAreOneLineUsageErrors) {
   };
   const Case cases[] = {
       {"--iterations 0", "--iterations: ", "expected a positive integer, got '0'"},
+      {"--iterations 99999999999999999999", "--iterations: ",
+       "'99999999999999999999' is out of range: expected a positive integer up to "
+       "9223372036854775807"},
+      {"--warmup 99999999999999999999", "--warmup: ", "is out of range"},
+      {"--random-inputs 5", "--random-inputs: ",
+       "the seed is attached with '=': expected --random-inputs=SEED, got '--random-inputs 5'"},
       {"--iterations x", "--iterations: ", "got 'x'"},
       {"--warmup -1", "--warmup: ", "non-negative integer"},
       {"--random-inputs=abc", "--random-inputs: ", "got 'abc'"},
@@ -306,6 +344,46 @@ TEST_F(FerryRun, BadOptionsAreOneLineUsageErrors) {
     EXPECT_EQ(r.exit, 2) << args;
     EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
   }
+}
+
+// FERRY_NUM_THREADS is user input: a bad value is refused before anything is built, in one line
+// that names the variable, what it takes and what came; a good one is used.
+TEST_F(FerryRun, ABadNumThreadsIsAUsageError) {
+  const std::string model = shellQuote(example("mlp.fy").string()) + " --random-inputs";
+  for (const std::string bad : {"abc", "0", "-1", "2000", "' 4'"}) {
+    Result r = run(model, "FERRY_NUM_THREADS=" + bad);
+    EXPECT_EQ(r.exit, 2) << bad << ": " << r.err;
+    EXPECT_EQ(r.out, "") << bad;
+    const std::string value = bad.starts_with('\'') ? bad.substr(1, bad.size() - 2) : bad;
+    EXPECT_EQ(r.err, "ferry-run: error: FERRY_NUM_THREADS: expected a whole number of threads "
+                     "from 1 to 1024, got '" +
+                         value + "'\n")
+        << bad;
+  }
+  for (const std::string good : {"1", "2", "''"}) {  // empty: unset
+    Result r = run(model + " --iterations 1", "FERRY_NUM_THREADS=" + good);
+    EXPECT_EQ(r.exit, 0) << good << ": " << r.err;
+    EXPECT_EQ(r.err, "") << good;
+  }
+}
+
+// --input files are read before the model is built: a bad one is found first, even when the
+// model would be rejected, and nothing is printed about the model.
+TEST_F(FerryRun, InputFilesAreCheckedBeforeTheModelIsBuilt) {
+  const std::string two = write("two.fy", kTwoDevices);  // rejected under strict placement
+  const std::string missing = path("missing.npy");
+  Result r = run(shellQuote(two) + " --devices cpu,cpu:1 --input x=" + shellQuote(missing));
+  EXPECT_EQ(r.exit, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "ferry-run: error: --input x: cannot read '" + missing +
+                       "': No such file or directory\n");
+  const std::string header = write("header.npy", "\x93NUMPY, then no header");
+  Result bad = run(shellQuote(two) + " --devices cpu,cpu:1 --input x=" + shellQuote(header));
+  EXPECT_EQ(bad.exit, 2) << bad.err;
+  EXPECT_EQ(bad.out, "");
+  EXPECT_EQ(count(bad.err, "\n"), 1u) << bad.err;
+  EXPECT_TRUE(bad.err.starts_with("ferry-run: error: --input x: ")) << bad.err;
+  EXPECT_TRUE(contains(bad.err, "header.npy")) << bad.err;
 }
 
 // The Session's input check is a usage error too (--help says so).

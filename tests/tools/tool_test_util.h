@@ -71,10 +71,11 @@ class ToolTest : public ::testing::Test {
     return path(name);
   }
 
-  /// Runs `binary` with `args` (already shell-quoted where needed).
-  Result runTool(const std::string &binary, const std::string &args) {
-    const std::string cmd = shellQuote(binary) + " " + args + " >" + shellQuote(path("stdout")) +
-                            " 2>" + shellQuote(path("stderr"));
+  /// Runs `binary` with `args` (already shell-quoted where needed); `env` is put before the
+  /// command as the shell's variable assignments ("FERRY_NUM_THREADS=abc").
+  Result runTool(const std::string &binary, const std::string &args, const std::string &env = "") {
+    const std::string cmd = (env.empty() ? "" : env + " ") + shellQuote(binary) + " " + args +
+                            " >" + shellQuote(path("stdout")) + " 2>" + shellQuote(path("stderr"));
     const int status = std::system(cmd.c_str());
     Result r;
     r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

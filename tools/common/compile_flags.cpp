@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 namespace ferry {
@@ -131,12 +132,14 @@ Status integerFlag(const std::string &s, std::string_view flag, int64_t min,
   if (s.empty()) return {};
   int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || v < min) {
-    std::string expected = min == 0   ? "a non-negative integer"
-                           : min == 1 ? "a positive integer"
-                                      : "an integer of at least " + std::to_string(min);
+  std::string expected = min == 0   ? "a non-negative integer"
+                         : min == 1 ? "a positive integer"
+                                    : "an integer of at least " + std::to_string(min);
+  if (ec == std::errc::result_out_of_range && end == s.data() + s.size())
+    return flagError(flag, "'" + s + "' is out of range: expected " + expected + " up to " +
+                               std::to_string(std::numeric_limits<int64_t>::max()));
+  if (ec != std::errc() || end != s.data() + s.size() || v < min)
     return flagError(flag, "expected " + expected + ", got '" + s + "'");
-  }
   out = v;
   return {};
 }

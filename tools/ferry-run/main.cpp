@@ -3,10 +3,13 @@
 // and write the outputs as .npy files on request.
 //
 // The steps, in order; each failure exits with the status --help states:
-//   1. flags       every option checked, one line naming the flag (2)
-//   2. model       an artifact by its magic, else .fy text: parsed and built (2 unreadable,
-//                  1 rejected by the compiler, diagnostics rendered as ferry-compile does)
-//   3. inputs      --input files by name, random ones for the rest (2)
+//   1. flags       every option and FERRY_NUM_THREADS checked, one line naming the flag or the
+//                  variable; --input files read and their .npy headers checked (2)
+//   2. model       an artifact when the file starts with the artifact's magic, else .fy text:
+//                  parsed and built (2 unreadable, 1 rejected by the compiler or the parser,
+//                  diagnostics rendered as ferry-compile does)
+//   3. inputs      --input tensors matched to the model's inputs by name, random ones for the
+//                  rest (2)
 //   4. runs        --warmup untimed, then --iterations timed runs on one Session (1; the
 //                  Session's input check is a usage error, 2)
 //   5. report      outputs, timings, the slowest steps on stdout; the last timed run as a
@@ -27,6 +30,7 @@
 #include <variant>
 #include <vector>
 
+#include "backends/cpu/num_threads.h"
 #include "ir/parser.h"
 #include "runtime/executable.h"
 #include "runtime/session.h"
@@ -63,10 +67,17 @@ struct Options {
   bool check = false;
 };
 
+// An --input, read before the model is built: a file that cannot be used is found first.
+struct InputFile {
+  std::string name;
+  std::string file;
+  Tensor tensor;
+};
+
 // The options once checked.
 struct Plan {
   CompileOptions compile;
-  std::vector<std::pair<std::string, std::string>> inputs;  // name, file
+  std::vector<InputFile> inputs;
   std::optional<int64_t> randomSeed;
   int64_t iterations = 0;
   int64_t warmup = 0;
@@ -95,6 +106,7 @@ Status checkTracePath(const std::string &path) {
 }
 
 Status checkFlags(const Options &o, Plan &p) {
+  FERRY_TRY(cpu::checkNumThreadsEnv());
   FERRY_TRY(toCompileOptions(o.compile, p.compile));
   for (const std::string &spec : o.inputs) {
     const size_t eq = spec.find('=');
@@ -103,9 +115,13 @@ Status checkFlags(const Options &o, Plan &p) {
     std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
     if (name.empty()) return flagError("--input", "no input name before '=' in '" + spec + "'");
     if (file.empty()) return flagError("--input " + name, "no file after '='");
-    for (const auto &[seen, _] : p.inputs)
-      if (seen == name) return flagError("--input", "input '" + name + "' is given twice");
-    p.inputs.emplace_back(std::move(name), std::move(file));
+    for (const InputFile &seen : p.inputs)
+      if (seen.name == name) return flagError("--input", "input '" + name + "' is given twice");
+    if (std::string why = unreadableReason(file); !why.empty())
+      return flagError("--input " + name, "cannot read '" + file + "': " + why);
+    Expected<Tensor> t = Tensor::fromNpy(file);
+    if (!t) return flagError("--input " + name, oneLine(t.status()));
+    p.inputs.push_back({std::move(name), std::move(file), std::move(t).value()});
   }
   std::optional<int64_t> n;
   FERRY_TRY(integerFlag(o.randomSeed, "--random-inputs", 0, p.randomSeed));
@@ -120,19 +136,13 @@ Status checkFlags(const Options &o, Plan &p) {
   return checkTracePath(o.trace);
 }
 
-// A saved executable starts with the magic (a truncated one with part of it); a .fy model is
-// text. Anything else goes to the loader too, whose error says what the file is not.
+// A saved executable starts with the magic (docs/artifact.md); anything else is given to the
+// .fy parser, whose errors say where the text went wrong, bytes that are not text included.
 bool isArtifact(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
-  char head[512];
+  char head[kArtifactMagic.size()];
   in.read(head, sizeof head);
-  const std::string_view bytes(head, static_cast<size_t>(in.gcount()));
-  if (bytes.empty()) return false;
-  if (kArtifactMagic.starts_with(bytes.substr(0, kArtifactMagic.size()))) return true;
-  return std::any_of(bytes.begin(), bytes.end(), [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return (u < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != '\v') || u == 0x7f;
-  });
+  return std::string_view(head, static_cast<size_t>(in.gcount())) == kArtifactMagic;
 }
 
 // The executable of `o.model`, or the exit status of why there is none.
@@ -178,24 +188,20 @@ std::string inputList(const Executable &exe) {
 // Every input of the model, from its file or made up; each source is printed. Inputs are read
 // onto the host; the Session moves them to their declared devices (counted as input moves).
 std::variant<std::vector<NamedTensor>, int> gatherInputs(const Executable &exe, const Plan &p) {
-  std::map<std::string, std::string> files(p.inputs.begin(), p.inputs.end());
-  for (const auto &[name, file] : p.inputs)
-    if (exe.findInput(name) < 0)
-      return usageFailure("--input " + name + ": the model has no input '" + name +
+  for (const InputFile &in : p.inputs)
+    if (exe.findInput(in.name) < 0)
+      return usageFailure("--input " + in.name + ": the model has no input '" + in.name +
                           "'; its inputs: " + inputList(exe));
   std::vector<NamedTensor> inputs;
   std::vector<std::string> missing;
   for (size_t i = 0; i < exe.inputs.size(); ++i) {
     const Slot &slot = exe.slots[static_cast<size_t>(exe.inputs[i])];
     std::string source;
-    if (auto it = files.find(slot.name); it != files.end()) {
-      const std::string &file = it->second;
-      if (std::string why = unreadableReason(file); !why.empty())
-        return usageFailure("--input " + slot.name + ": cannot read '" + file + "': " + why);
-      Expected<Tensor> t = Tensor::fromNpy(file);
-      if (!t) return usageFailure("--input " + slot.name + ": " + oneLine(t.status()));
-      inputs.push_back({slot.name, std::move(t).value()});
-      source = "from " + file;
+    auto given = std::find_if(p.inputs.begin(), p.inputs.end(),
+                              [&](const InputFile &in) { return in.name == slot.name; });
+    if (given != p.inputs.end()) {
+      inputs.push_back({slot.name, given->tensor});
+      source = "from " + given->file;
     } else if (p.randomSeed) {
       // Each input its own seed, so that two inputs of one type differ.
       const uint64_t seed = static_cast<uint64_t>(*p.randomSeed) + i;
@@ -277,6 +283,25 @@ class HelpFormatter : public CLI::Formatter {
     return name.substr(0, name.find('{'));
   }
 };
+
+// `--random-inputs 5` would reach CLI11 as a flag and a stray "5": its optional seed is attached
+// with '=', so a separate number after it is a usage error that says so.
+Status checkRandomInputsSeed(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") return {};
+  for (int i = 1; i + 1 < argc; ++i) {
+    const std::string_view arg = argv[i], next = argv[i + 1];
+    if (arg == "--") break;
+    const std::string_view digits = next.starts_with('-') ? next.substr(1) : next;
+    if (arg == "--random-inputs" && !digits.empty() &&
+        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return flagError("--random-inputs",
+                       "the seed is attached with '=': expected --random-inputs=SEED, got "
+                       "'--random-inputs " +
+                           std::string(next) + "'");
+  }
+  return {};
+}
 
 std::string deviceList(const Executable &exe) {
   std::string s;
@@ -374,10 +399,15 @@ int main(int argc, char **argv) {
   ferry::addPolicyFlags(app, o.compile);
   ferry::addBudgetFlags(app, o.compile);
   app.footer("Compile flags (--devices to --max-casts) apply to .fy models only. Inputs are read\n"
-             "onto the host and moved to their declared devices.\n"
+             "onto the host and moved to their declared devices. FERRY_NUM_THREADS sets the\n"
+             "kernels' threads (1 to 1024; default: the core count).\n"
              "Exit status: 0 ran, 1 the model was rejected or a run failed (diagnostics on\n"
-             "stderr), 2 usage error, unreadable model or input, or an input of the wrong name,\n"
-             "dtype or shape.\n");
+             "stderr), 2 usage error, bad FERRY_NUM_THREADS, unreadable model or input, or an\n"
+             "input of the wrong name, dtype or shape.\n");
+  if (ferry::Status s = ferry::checkRandomInputsSeed(argc, argv); !s.ok()) {
+    std::cerr << "ferry-run: error: " << ferry::oneLine(s) << "\n";
+    return ferry::kUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

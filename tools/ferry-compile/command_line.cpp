@@ -36,7 +36,7 @@ void addOptions(CLI::App &app, Options &o) {
                  "Write each --emit (several allowed) to DIR/MODEL.{fy,dot,svg,json}")
       ->type_name("DIR");
   app.add_option("--diagnostics", o.diagnostics,
-                 "stderr as text, or as one JSON array (explanations too)")
+                 "Format of stderr: text, or json (one JSON array, explanations too)")
       ->check(CLI::IsMember({"text", "json"}))
       ->type_name("FORMAT")
       ->capture_default_str();

@@ -7,9 +7,10 @@
 //                 accelerators (d2d) or between host arenas (h2h); an Error budget for its
 //                 direction gives one error per transfer, Warn one warning, each naming the value,
 //                 the edge, its bytes, where the copy is needed and a fix
-//   2. bytes      the bytes of all transfers over max_transfer_bytes: one error, a note per
-//                 transfer
-//   3. casts      casts left over max_casts (folded ones are free): one error, a note per cast
+//   2. bytes      the bytes of all transfers over maxTransferBytes (--max-transfer-bytes): one
+//                 error, a note per transfer
+//   3. casts      casts left over maxCasts (--max-casts; folded ones are free): one error, a note
+//                 per cast
 // All offenders are reported in one run.
 #include "passes/pass.h"
 
@@ -107,8 +108,8 @@ void checkTotals(const Graph &g, PassContext &ctx) {
   if (b.maxTransferBytes && bytes > *b.maxTransferBytes) {
     Diagnostic &d = ctx.diags.error(
         "budget", {},
-        "transfers move " + std::to_string(bytes) +
-            " bytes per run, over max_transfer_bytes=" + std::to_string(*b.maxTransferBytes));
+        "transfers move " + std::to_string(bytes) + " bytes per run, over the budget of " +
+            std::to_string(*b.maxTransferBytes) + " (--max-transfer-bytes)");
     for (NodeId id : g.order()) {
       const Node &n = g.node(id);
       if (n.op != OpKind::Transfer) continue;
@@ -118,12 +119,13 @@ void checkTotals(const Graph &g, PassContext &ctx) {
                  " bytes",
              n.loc);
     }
-    d.fix("pin the values so that less data crosses devices, or raise max_transfer_bytes");
+    d.fix("pin the values so that less data crosses devices, or raise --max-transfer-bytes to " +
+          std::to_string(bytes));
   }
   if (b.maxCasts && casts > *b.maxCasts) {
-    const std::string message =
-        std::to_string(casts) +
-        " casts are left in the graph, over max_casts=" + std::to_string(*b.maxCasts);
+    const std::string message = std::to_string(casts) + (casts == 1 ? " cast is" : " casts are") +
+                                " left in the graph, over the budget of " +
+                                std::to_string(*b.maxCasts) + " (--max-casts)";
     Diagnostic &d = ctx.diags.error("budget", {}, message);
     for (NodeId id : g.order()) {
       const Node &n = g.node(id);
@@ -136,7 +138,8 @@ void checkTotals(const Graph &g, PassContext &ctx) {
                  " bytes",
              n.loc);
     }
-    d.fix("give params and inputs the dtypes the ops compute in, or raise max_casts");
+    d.fix("give params and inputs the dtypes the ops compute in, or raise --max-casts to " +
+          std::to_string(casts));
   }
 }
 

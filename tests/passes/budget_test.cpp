@@ -154,12 +154,12 @@ TEST(Budget, MaxTransferBytesIsAPerRunTotalOneErrorListingEachTransfer) {
   EXPECT_TRUE(budgetDiagnostics(g, {.maxTransferBytes = 64}).empty());
   std::vector<Diagnostic> ds = budgetDiagnostics(g, {.maxTransferBytes = 63});
   ASSERT_EQ(ds.size(), 1u);
-  EXPECT_EQ(text(ds),
-            "error: transfers move 64 bytes per run, over max_transfer_bytes=63 [budget]\n"
-            "t.fy:3:3: note: transfer of %x from cpu to cuda:0: 32 bytes\n"
-            "t.fy:7:3: note: transfer of %f from cuda:0 to cpu: 32 bytes\n"
-            "  fix: pin the values so that less data crosses devices, or raise "
-            "max_transfer_bytes\n");
+  EXPECT_EQ(text(ds), "error: transfers move 64 bytes per run, over the budget of 63 "
+                      "(--max-transfer-bytes) [budget]\n"
+                      "t.fy:3:3: note: transfer of %x from cpu to cuda:0: 32 bytes\n"
+                      "t.fy:7:3: note: transfer of %f from cuda:0 to cpu: 32 bytes\n"
+                      "  fix: pin the values so that less data crosses devices, or raise "
+                      "--max-transfer-bytes to 64\n");
 }
 
 TEST(Budget, MaxCastsCountsTheCastsLeftOneErrorListingEachCast) {
@@ -168,10 +168,20 @@ TEST(Budget, MaxCastsCountsTheCastsLeftOneErrorListingEachCast) {
   std::vector<Diagnostic> ds = budgetDiagnostics(g, {.maxCasts = 1});
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(text(ds),
-            "error: 2 casts are left in the graph, over max_casts=1 [budget]\n"
+            "error: 2 casts are left in the graph, over the budget of 1 (--max-casts) [budget]\n"
             "t.fy:4:3: note: cast of %a from f32 to f16 on cuda:0: 32 -> 16 bytes\n"
             "t.fy:6:3: note: cast of %r from f16 to f32 on cuda:0: 16 -> 32 bytes\n"
-            "  fix: give params and inputs the dtypes the ops compute in, or raise max_casts\n");
+            "  fix: give params and inputs the dtypes the ops compute in, or raise --max-casts to "
+            "2\n");
+  // One cast over a budget of none: the message counts it in the singular.
+  std::vector<Diagnostic> one = budgetDiagnostics(placed(R"(graph m {
+  input %x : f32[8] @cpu
+  %h @cpu = cast(%x, to=f16)
+  output %h
+})"),
+                                                  {.maxCasts = 0});
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].message, "1 cast is left in the graph, over the budget of 0 (--max-casts)");
   // Both limits and a direction at once: all three reported in one run.
   EXPECT_EQ(budgetDiagnostics(g, {.d2h = BudgetAction::Error, .maxTransferBytes = 0, .maxCasts = 0})
                 .size(),

@@ -151,7 +151,7 @@ TEST_F(FerryCompile, EmitsJson) {
   std::string model = write("mlp.fy", kMlp);
   Result r = run("--emit json " + shellQuote(model));
   ASSERT_EQ(r.exit, 0) << r.err;
-  EXPECT_TRUE(r.out.starts_with("{\n  \"format\": \"ferry.graph\",\n  \"version\": 2,\n")) << r.out;
+  EXPECT_TRUE(r.out.starts_with("{\n  \"format\": \"ferry.graph\",\n  \"version\": 3,\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "\"graph\": \"mlp\"")) << r.out;
   EXPECT_EQ(count(r.out, "\"op\": "), 3u) << r.out;
   EXPECT_TRUE(contains(r.out, "\"op\": \"relu\", \"result\": \"a\", \"type\": {\"dtype\": \"f32\", "
@@ -519,11 +519,16 @@ TEST_F(FerryCompile, DotHasAClusterPerDeviceAndTheTransferEdgeCrossingThem) {
   const size_t input = r.out.find("label=\"input %x"), layer = r.out.find("label=\"%h = linear");
   EXPECT_TRUE(cpu < input && input < r.out.find("  }\n", cpu)) << r.out;
   EXPECT_TRUE(cpu1 < layer && layer < r.out.find("  }\n", cpu1)) << r.out;
+  // The transfer (node 4) is a point in cpu:1's cluster, the bold edge into it from the input,
+  // and a plain edge from it to the layer.
   std::vector<std::string> transfers = linesWith(r.out, "transfer -> cpu:1");
   ASSERT_EQ(transfers.size(), 1u) << r.out;
-  EXPECT_TRUE(transfers[0].starts_with("  v0 -> n0 [label=\"transfer -> cpu:1 98.0 KiB"))
+  EXPECT_TRUE(transfers[0].starts_with("  v0 -> n4 [label=\"transfer -> cpu:1 98.0 KiB"))
       << transfers[0];
   EXPECT_TRUE(contains(transfers[0], "style=bold")) << transfers[0];
+  const size_t point = r.out.find("    n4 [shape=point");
+  EXPECT_TRUE(cpu1 < point && point < r.out.find("  }\n", cpu1)) << r.out;
+  EXPECT_EQ(count(r.out, "  n4 -> n0;\n"), 1u) << r.out;
   // Tooltips say why a value is where it is.
   EXPECT_TRUE(contains(r.out, "pinned at")) << r.out;
 }
@@ -615,6 +620,7 @@ TEST_F(FerryCompile, ARejectedGraphIsDrawnWithItsErrorsInRed) {
   EXPECT_EQ(r.exit, 1);
   EXPECT_TRUE(contains(r.err, "are on different devices")) << r.err;
   std::vector<std::string> red = linesWith(readFile(dot), "color=red");
+  std::erase_if(red, [](const std::string &line) { return contains(line, "legend_"); });
   ASSERT_EQ(red.size(), 1u) << readFile(dot);
   EXPECT_TRUE(contains(red[0], "label=\"%h = linear")) << red[0];
   EXPECT_TRUE(contains(red[0], "tooltip=\"operands of 'linear' (%h) are on different devices: "

@@ -1,4 +1,4 @@
-// tests/tools/manifest_test.cpp — the placement manifest (ferry-compile --emit json, version 2):
+// tests/tools/manifest_test.cpp — the placement manifest (ferry-compile --emit json, version 3):
 // the examples in docs/manifest.md are what emitManifest writes today, every manifest follows the
 // schema tables of docs/manifest.md, and the goldens in tests/tools/golden/ match byte for byte.
 //
@@ -6,11 +6,11 @@
 // from the repository root), directly followed by a ```json block with its output. The tests
 // compile the same model with the same options as the tool does (the backends' capability table
 // merged in) and call emitManifest, so they need no wiring of main.cpp; ToolWritesTheGoldens
-// checks the binary itself once `--emit json` writes the manifest.
+// checks the binary itself.
 //
 // Regenerating after an intended change of the manifest:
 //   FERRY_UPDATE_GOLDEN=1 build/tests/tools_tests --gtest_filter='Manifest*'
-// rewrites tests/tools/golden/{mlp,mlp_split}.json and the ```json blocks of docs/manifest.md (from
+// rewrites tests/tools/golden/*.json and the ```json blocks of docs/manifest.md (from
 // the command above each); then review the diff, and update the schema tables by hand when a field
 // was added (MatchesTheDocumentedSchema fails until every field is documented).
 #include <gtest/gtest.h>
@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "ir/parser.h"
+#include "json_test_util.h"
 #include "passes/compile.h"
 #include "runtime/executable.h"
 #include "tool_test_util.h"
@@ -38,6 +39,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using tooltest::contains;
+using tooltest::Json;
+using tooltest::parseJson;
 using tooltest::readFile;
 
 const fs::path kSource = FERRY_SOURCE_DIR;
@@ -53,167 +56,6 @@ void writeFile(const fs::path &p, const std::string &text) {
   std::ofstream out(p, std::ios::binary);
   out << text;
   ASSERT_TRUE(out.flush()) << "cannot write " << p;
-}
-
-// --- A small JSON reader: enough to check manifests against the schema --------------------------
-
-struct Json {
-  enum class Kind { Null, Bool, Integer, Number, String, Array, Object };
-  Kind kind = Kind::Null;
-  bool boolean = false;
-  double number = 0;
-  std::string text;  ///< String: the value; Integer, Number: the literal
-  std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;  ///< in document order
-
-  const Json *find(std::string_view key) const {
-    for (const auto &[k, v] : members)
-      if (k == key) return &v;
-    return nullptr;
-  }
-  const Json &operator[](std::string_view key) const {
-    static const Json null;
-    const Json *v = find(key);
-    return v ? *v : null;
-  }
-  bool isNull() const { return kind == Kind::Null; }
-  int64_t integer() const { return std::stoll(text); }
-};
-
-class JsonReader {
- public:
-  explicit JsonReader(std::string_view s) : s_(s) {}
-
-  /// The document, or an error message in `error`.
-  Json read(std::string &error) {
-    Json v = value();
-    space();
-    if (error_.empty() && i_ != s_.size()) fail("text after the document");
-    error = error_;
-    return v;
-  }
-
- private:
-  void fail(const std::string &why) {
-    if (error_.empty()) error_ = why + " at offset " + std::to_string(i_);
-  }
-  void space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r'))
-      ++i_;
-  }
-  bool eat(char c) {
-    space();
-    if (i_ < s_.size() && s_[i_] == c) return ++i_, true;
-    return false;
-  }
-  bool word(std::string_view w) {
-    if (s_.substr(i_, w.size()) != w) return false;
-    i_ += w.size();
-    return true;
-  }
-
-  Json value() {
-    Json v;
-    space();
-    if (!error_.empty() || i_ >= s_.size()) return fail("a value expected"), v;
-    const char c = s_[i_];
-    if (c == '{') {
-      v.kind = Json::Kind::Object;
-      ++i_;
-      if (eat('}')) return v;
-      do {
-        space();
-        Json key = string();
-        if (!eat(':')) return fail("':' expected"), v;
-        v.members.emplace_back(key.text, value());
-      } while (error_.empty() && eat(','));
-      if (!eat('}')) fail("'}' expected");
-    } else if (c == '[') {
-      v.kind = Json::Kind::Array;
-      ++i_;
-      if (eat(']')) return v;
-      do v.items.push_back(value());
-      while (error_.empty() && eat(','));
-      if (!eat(']')) fail("']' expected");
-    } else if (c == '"') {
-      v = string();
-    } else if (word("null")) {
-    } else if (word("true") || word("false")) {
-      v.kind = Json::Kind::Bool;
-      v.boolean = s_[i_ - 1] == 'e' && s_[i_ - 2] == 'u';
-    } else {
-      number(v);
-    }
-    return v;
-  }
-
-  Json string() {
-    Json v;
-    v.kind = Json::Kind::String;
-    if (i_ >= s_.size() || s_[i_] != '"') return fail("a string expected"), v;
-    for (++i_; i_ < s_.size() && s_[i_] != '"'; ++i_) {
-      if (static_cast<unsigned char>(s_[i_]) < 0x20) return fail("a raw control character"), v;
-      if (s_[i_] != '\\') {
-        v.text += s_[i_];
-        continue;
-      }
-      if (++i_ >= s_.size()) break;
-      switch (s_[i_]) {
-        case 'n': v.text += '\n'; break;
-        case 't': v.text += '\t'; break;
-        case 'r': v.text += '\r'; break;
-        case 'b': v.text += '\b'; break;
-        case 'f': v.text += '\f'; break;
-        case 'u':  // kept as written: the tests compare no escaped text
-          v.text += "\\u" + std::string(s_.substr(i_ + 1, 4));
-          i_ += 4;
-          break;
-        default: v.text += s_[i_];
-      }
-    }
-    if (i_ >= s_.size()) return fail("unterminated string"), v;
-    ++i_;
-    return v;
-  }
-
-  // The JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-  void number(Json &v) {
-    const size_t begin = i_;
-    auto digits = [&] {
-      size_t from = i_;
-      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
-      return i_ > from;
-    };
-    bool integer = true;
-    if (i_ < s_.size() && s_[i_] == '-') ++i_;
-    if (i_ < s_.size() && s_[i_] == '0')
-      ++i_;
-    else if (!digits())
-      return fail("a value expected");
-    if (i_ < s_.size() && s_[i_] == '.') {
-      ++i_, integer = false;
-      if (!digits()) return fail("digits expected after '.'");
-    }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      ++i_, integer = false;
-      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
-      if (!digits()) return fail("digits expected in the exponent");
-    }
-    v.kind = integer ? Json::Kind::Integer : Json::Kind::Number;
-    v.text = std::string(s_.substr(begin, i_ - begin));
-    v.number = std::stod(v.text);
-  }
-
-  std::string_view s_;
-  size_t i_ = 0;
-  std::string error_;
-};
-
-Json parseJson(const std::string &text) {
-  std::string error;
-  Json v = JsonReader(text).read(error);
-  EXPECT_EQ(error, "") << text;
-  return v;
 }
 
 // --- The examples of docs/manifest.md
@@ -296,6 +138,13 @@ Invocation parseCommand(const std::string &command) {
   return inv;
 }
 
+/// The commands below that compile a model the options reject: two devices under strict placement
+/// for the model whose first layer is pinned to the second.
+bool rejected(const std::string &command) {
+  return contains(command, "--devices cpu,cpu:1 examples/mlp_split.fy") &&
+         !contains(command, "--placement auto");
+}
+
 /// What `ferry-compile --emit json` writes for `inv`, run from the repository root: the model
 /// parsed under its relative path, the backends' capabilities merged in as main.cpp merges them.
 std::string manifestFor(const Invocation &inv) {
@@ -309,7 +158,7 @@ std::string manifestFor(const Invocation &inv) {
   table.merge(options.capabilities);
   options.capabilities = std::move(table);
   CompileResult result = compile(std::move(graph).value(), options);
-  EXPECT_TRUE(result.ok()) << inv.command;
+  EXPECT_EQ(result.ok(), !rejected(inv.command)) << inv.command;
   return emitManifest(result, options, EmitOptions{.locations = inv.locations});
 }
 
@@ -347,18 +196,35 @@ std::vector<DocExample> docExamples(const std::string &doc) {
   return out;
 }
 
-// The goldens: what the two examples of the doc write, one file each.
+// The goldens of the doc's examples, one file each.
 const std::vector<std::pair<std::string, std::string>> kGoldenCommands = {
     {"mlp.json", "build/bin/ferry-compile --emit json examples/mlp.fy"},
     {"mlp_split.json", "build/bin/ferry-compile --emit json --devices cpu,cpu:1 --placement auto "
                        "--dtype autocast=f16 examples/mlp_split.fy"},
 };
 
+// More goldens, not shown in the doc: the cnn, the split perceptron without autocast, and its
+// rejection under strict placement (a manifest with outcome "rejected").
+const std::vector<std::pair<std::string, std::string>> kMoreGoldens = {
+    {"cnn.json", "build/bin/ferry-compile --emit json examples/cnn.fy"},
+    {"mlp_split_auto.json",
+     "build/bin/ferry-compile --emit json --devices cpu,cpu:1 --placement auto "
+     "examples/mlp_split.fy"},
+    {"mlp_split_rejected.json",
+     "build/bin/ferry-compile --emit json --devices cpu,cpu:1 examples/mlp_split.fy"},
+};
+
+std::vector<std::pair<std::string, std::string>> allGoldens() {
+  std::vector<std::pair<std::string, std::string>> all = kGoldenCommands;
+  all.insert(all.end(), kMoreGoldens.begin(), kMoreGoldens.end());
+  return all;
+}
+
 // More compiles whose manifests must follow the schema: every example model under several
 // policies, without locations, stopped early, on a (virtual) GPU, with a budget warning.
 std::vector<std::string> schemaCommands() {
   std::vector<std::string> out;
-  for (const auto &[golden, command] : kGoldenCommands) out.push_back(command);
+  for (const auto &[golden, command] : allGoldens()) out.push_back(command);
   const std::string tool = "build/bin/ferry-compile --emit json ";
   // Each model with the flags it needs where a set of flags below gives no --devices.
   const std::vector<std::pair<std::string, std::string>> models = {
@@ -601,7 +467,8 @@ void checkLists(const Json &m, const std::string &command) {
     EXPECT_EQ(t["from"].text, (*operand)["device"].text) << t["value"].text;
   }
   const Json &st = m["statistics"];
-  if (m["last_pass"].text != "budget") return;  // the statistics describe the final graph
+  EXPECT_EQ(st.isNull(), m["outcome"].text == "rejected");
+  if (m["last_pass"].text != "budget" || st.isNull()) return;  // they describe the final graph
   int64_t bytes = 0;
   std::map<std::string, std::pair<int64_t, int64_t>> byDirection;
   for (const Json &t : m["transfers"].items) {
@@ -620,6 +487,11 @@ void checkLists(const Json &m, const std::string &command) {
   for (const auto &[device, n] : st["nodes_per_device"].members)
     statPerDevice[device] = n.integer();
   EXPECT_EQ(statPerDevice, perDevice);
+  // statistics.devices counts the same nodes, less the transfers (each on its destination).
+  std::map<std::string, int64_t> computing = perDevice;
+  for (const Json &t : m["transfers"].items) --computing[t["to"].text];
+  for (const auto &[device, totals] : st["devices"].members)
+    EXPECT_EQ(totals["nodes"].integer(), computing[device]) << device;
 }
 
 // --- The tests
@@ -655,7 +527,7 @@ TEST(Manifest, DocExamplesAreWhatTheToolWrites) {
 }
 
 TEST(Manifest, GoldensMatch) {
-  for (const auto &[golden, command] : kGoldenCommands) {
+  for (const auto &[golden, command] : allGoldens()) {
     const std::string manifest = manifestFor(parseCommand(command));
     if (updating()) {
       fs::create_directories(kGoldens);
@@ -670,7 +542,7 @@ TEST(Manifest, GoldensMatch) {
 
 // The goldens hold nothing that depends on the machine or the run.
 TEST(Manifest, GoldensHoldNoPathsPointersOrTimings) {
-  for (const auto &[golden, command] : kGoldenCommands) {
+  for (const auto &[golden, command] : allGoldens()) {
     const std::string text = readFile(kGoldens / golden);
     ASSERT_FALSE(text.empty()) << golden;
     EXPECT_FALSE(contains(text, kSource.string())) << golden;
@@ -682,23 +554,71 @@ TEST(Manifest, GoldensHoldNoPathsPointersOrTimings) {
   }
 }
 
-// The binary writes the goldens too, run from the repository root (skipped while `--emit json`
-// still writes version 1).
+// The binary writes the goldens too, run from the repository root; a rejected compile with exit
+// status 1, its errors on stderr too.
 TEST(Manifest, ToolWritesTheGoldens) {
   const fs::path out = fs::temp_directory_path() / ("manifest_test." + std::to_string(::getpid()));
-  for (const auto &[golden, command] : kGoldenCommands) {
+  for (const auto &[golden, command] : allGoldens()) {
     const std::string args = command.substr(command.find(' '));
     const std::string cmd = "cd " + tooltest::shellQuote(kSource.string()) + " && " +
                             tooltest::shellQuote(FERRY_COMPILE) + args + " >" +
-                            tooltest::shellQuote(out.string());
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+                            tooltest::shellQuote(out.string()) + " 2>/dev/null";
+    const int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << cmd;
+    EXPECT_EQ(WEXITSTATUS(status), rejected(command) ? 1 : 0) << cmd;
     const std::string text = readFile(out);
     fs::remove(out);
-    if (contains(text, "\"version\": 1,"))
-      GTEST_SKIP() << "ferry-compile --emit json writes version 1: main.cpp does not call "
-                      "emitManifest yet";
     EXPECT_EQ(text, readFile(kGoldens / golden)) << command;
   }
+}
+
+// A rejected compile's manifest: outcome "rejected", the graph as placement left it (every node
+// with its device and reason), no statistics, the errors in diagnostics.
+TEST(Manifest, ARejectedCompileHasItsGraphAndNoStatistics) {
+  const std::string command = kMoreGoldens[2].second;
+  ASSERT_TRUE(rejected(command));
+  const Json m = parseJson(manifestFor(parseCommand(command)));
+  EXPECT_EQ(m["outcome"].text, "rejected");
+  EXPECT_EQ(m["last_pass"].text, "placement");
+  EXPECT_TRUE(m["statistics"].isNull());
+  ASSERT_EQ(m["nodes"].items.size(), 4u);
+  for (const Json &n : m["nodes"].items) {
+    EXPECT_EQ(n["device"].text, "cpu:1") << n["result"].text;
+    EXPECT_NE(n["device_reason"]["kind"].text, "none") << n["result"].text;
+  }
+  ASSERT_EQ(m["diagnostics"].items.size(), 1u);
+  EXPECT_EQ(m["diagnostics"].items[0]["severity"].text, "error");
+  EXPECT_EQ(m["diagnostics"].items[0]["code"].text, "device");
+  EXPECT_TRUE(m["transfers"].items.empty());
+}
+
+// statistics.devices says per device what the text dump's summary says: nodes without transfers,
+// FLOPs, bytes, weights and the runtime's workspace; unknown workspaces when stopped early.
+TEST(Manifest, DeviceStatisticsAreTheSummarys) {
+  const Json m = parseJson(manifestFor(parseCommand(kMoreGoldens[1].second)));
+  EXPECT_EQ(m["outcome"].text, "compiled");
+  const Json &devices = m["statistics"]["devices"];
+  ASSERT_EQ(devices.members.size(), 2u);
+  // The summary: "@cpu: 0 nodes, 0 FLOP, 0 B read and written, weights 0 B, peak workspace 98.0
+  // KiB" and "@cpu:1: 4 nodes, 13 MFLOP, 1.0 MiB read and written, weights 795.0 KiB, peak
+  // workspace 130.0 KiB".
+  const Json &cpu = devices["cpu"], &cpu1 = devices["cpu:1"];
+  EXPECT_EQ(cpu["nodes"].integer(), 0);
+  EXPECT_EQ(cpu["flops"].integer(), 0);
+  EXPECT_EQ(cpu["weight_bytes"].integer(), 0);
+  EXPECT_EQ(cpu["peak_workspace_bytes"].integer(), 32 * 784 * 4);  // the input
+  EXPECT_EQ(cpu1["nodes"].integer(), 4);
+  EXPECT_NEAR(static_cast<double>(cpu1["flops"].integer()), 13e6, 0.5e6);
+  EXPECT_NEAR(static_cast<double>(cpu1["bytes"].integer()), 1.0 * 1024 * 1024, 0.05 * 1024 * 1024);
+  EXPECT_EQ(cpu1["weight_bytes"].integer(), (256 * 784 + 256 + 10 * 256 + 10) * 4);
+  EXPECT_EQ(cpu1["peak_workspace_bytes"].integer(), 130 * 1024);
+  // Stopped before lowering: no workspace.
+  const Json stopped = parseJson(manifestFor(
+      parseCommand("build/bin/ferry-compile --emit json --devices cpu,cpu:1 --placement auto "
+                   "--stop-after simplify examples/mlp_split.fy")));
+  EXPECT_EQ(stopped["outcome"].text, "stopped");
+  EXPECT_TRUE(stopped["statistics"]["devices"]["cpu:1"]["peak_workspace_bytes"].isNull());
+  EXPECT_EQ(stopped["statistics"]["devices"]["cpu:1"]["nodes"].integer(), 4);
 }
 
 TEST(Manifest, MatchesTheDocumentedSchema) {

@@ -19,7 +19,7 @@ namespace ferry {
 /// The compile options as written on the command line; checked by toCompileOptions().
 struct CompileFlags {
   std::string devices = "cpu";
-  std::string target;  ///< "": the first of `devices`
+  std::optional<std::string> target;  ///< unset: the first of `devices`; given, never empty
   std::string placement = "strict";
   std::string dtype = "strict";
   bool noFallback = false;
@@ -38,7 +38,10 @@ void addBudgetFlags(CLI::App &app, CompileFlags &flags);
 std::string firstCompileFlagGiven(const CLI::App &app);
 
 /// Fills the compile options of `c` from `flags`, each checked with a message that names its
-/// flag; then validates the whole of `c` (so options the caller set, e.g. stopAfter, count).
+/// flag and says what it expects; then validates the whole of `c` (so options the caller set,
+/// e.g. stopAfter, count). Stricter than the library's parsers where a command line should be:
+/// `--dtype autocast` must say which precision (autocast=f16 or autocast=bf16), `--target ""` is
+/// no device, and a device index beyond 1023 is "out of range 0..1023" however many digits it has.
 Status toCompileOptions(const CompileFlags &flags, CompileOptions &c);
 
 /// The messages of a failed check, joined into one line.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "passes/explain.h"
+#include "tools/ferry-compile/dot_chains.h"
 
 namespace ferry {
 
@@ -16,6 +17,13 @@ namespace {
 
 // Attribute values longer than this are cut in DOT labels (a constant's data, long lists).
 constexpr size_t kMaxDotAttrChars = 40;
+
+// A value name shown whole in labels up to kMaxNameChars; a longer one as its first 20 and last 9
+// characters around "..." (tooltips keep it whole).
+std::string shortName(const std::string &name) {
+  if (name.size() <= kMaxNameChars) return name;
+  return name.substr(0, 20) + "..." + name.substr(name.size() - 9);
+}
 
 // A DOT double-quoted string: `"` and `\` escaped, control characters (newlines) dropped.
 std::string dotString(std::string_view s) {
@@ -65,6 +73,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kPalette 
     {"#f7f0e6", "#8c6a3f"},  // brown
 }};
 constexpr std::string_view kTransferColour = "#c0392b", kCastColour = "#b8860b";
+constexpr const char *kTransferEdgeStyle =
+    "style=bold, penwidth=2.5, color=\"#c0392b\", fontcolor=\"#c0392b\"";
 
 std::string bytesText(int64_t b) {
   char buf[32];
@@ -77,8 +87,8 @@ std::string bytesText(int64_t b) {
   return buf;
 }
 
-// What the drawing needs beyond the graph: a cluster per device, transfers as edges, the
-// diagnostics of a rejected compile on their nodes.
+// What the drawing needs beyond the graph: a cluster per device, transfers as points with one
+// bold edge each, long chains as one box, the diagnostics of a rejected compile on their nodes.
 class DotWriter {
  public:
   DotWriter(const Graph &g, const DotOptions &o)
@@ -90,6 +100,10 @@ class DotWriter {
         text += (text.empty() ? "" : "; ") + d.message;
         for (const std::string &f : d.fixes) text += " (fix: " + f + ")";
       }
+    chainOf_.assign(g.nodeCount(), -1);
+    chains_ = longChains(g, [&](const Node &n) { return rejected(n); });
+    for (size_t c = 0; c < chains_.size(); ++c)
+      for (NodeId id : chains_[c]) chainOf_[static_cast<size_t>(id)] = static_cast<int>(c);
   }
 
   std::string render() {
@@ -102,7 +116,7 @@ class DotWriter {
       const Value &v = g_.value(in.value);
       add(in.device, "v" + std::to_string(in.value),
           "shape=invhouse, label=" +
-              dotLabel({"input %" + v.name, v.type.str() + " @" + in.device.str()}) +
+              dotLabel({"input %" + shortName(v.name), v.type.str() + " @" + in.device.str()}) +
               tooltip(in.loc, in.value));
     }
     for (const ParamDecl &p : g_.params()) {
@@ -110,30 +124,52 @@ class DotWriter {
       std::optional<Device> d = v.device ? v.device : p.pin;
       add(d, "v" + std::to_string(p.value),
           "shape=cylinder, label=" +
-              dotLabel({"param %" + v.name, v.type.str() + (d ? " @" + d->str() : "")}) +
+              dotLabel({"param %" + shortName(v.name), v.type.str() + (d ? " @" + d->str() : "")}) +
               tooltip(p.loc, p.value));
     }
     for (NodeId id : g_.order()) {
       const Node &n = g_.node(id);
-      if (n.op == OpKind::Transfer) continue;  // an edge, drawn below
-      node(n);
+      const int chain = chainOf_[static_cast<size_t>(id)];
+      if (n.op == OpKind::Transfer)
+        transferPoint(n);
+      else if (chain < 0)
+        node(n);
+      else if (chains_[static_cast<size_t>(chain)].front() == id)
+        chainBox(chains_[static_cast<size_t>(chain)]);
     }
     for (const auto &[index, body] : clusters_) cluster(index, body);
     out_ += unplaced_;
     for (NodeId id : g_.order()) {
       const Node &n = g_.node(id);
-      if (n.op == OpKind::Transfer) continue;
-      for (ValueId o : n.operands) edge(o, "n" + std::to_string(id));
+      const int chain = chainOf_[static_cast<size_t>(id)];
+      if (n.op == OpKind::Transfer) {
+        transferEdge(n);
+      } else if (chain < 0) {
+        for (ValueId o : n.operands) edge(o, "n" + std::to_string(id));
+      } else if (chains_[static_cast<size_t>(chain)].front() == id) {
+        // What the chain reads from outside it, one edge per value.
+        std::vector<ValueId> drawn;
+        for (NodeId member : chains_[static_cast<size_t>(chain)])
+          for (ValueId o : g_.node(member).operands) {
+            const Node *p = g_.producer(o);
+            if ((p != nullptr && chainOf_[static_cast<size_t>(p->id)] == chain) ||
+                std::find(drawn.begin(), drawn.end(), o) != drawn.end())
+              continue;
+            drawn.push_back(o);
+            edge(o, idOf(g_.node(chains_[static_cast<size_t>(chain)].back()).result));
+          }
+      }
     }
     for (size_t i = 0; i < g_.outputs().size(); ++i) {
       const OutputDecl &out = g_.outputs()[i];
       const Value &v = g_.value(out.value);
-      std::vector<std::string> lines = {"output %" + v.name};
+      std::vector<std::string> lines = {"output %" + shortName(v.name)};
       if (out.pin) lines.push_back("@" + out.pin->str());
       const std::string id = "out" + std::to_string(i);
+      std::string tip = o_.locations && out.loc.known() ? out.loc.str() : "";
+      if (shortName(v.name) != v.name) tip = "%" + v.name + (tip.empty() ? "" : ": " + tip);
       out_ += "  " + id + " [shape=house, label=" + dotLabel(lines) +
-              (o_.locations && out.loc.known() ? ", tooltip=" + dotString(out.loc.str()) : "") +
-              "];\n";
+              (tip.empty() ? "" : ", tooltip=" + dotString(tip)) + "];\n";
       edge(out.value, id);
     }
     legend();
@@ -147,6 +183,8 @@ class DotWriter {
     devices_.push_back(d);
     return devices_.size() - 1;
   }
+
+  bool rejected(const Node &n) const { return n.loc.known() && errors_.contains(n.loc.str()); }
 
   // A statement inside its device's cluster, or outside when the value has no device yet.
   void add(std::optional<Device> d, const std::string &id, const std::string &attrs) {
@@ -163,11 +201,11 @@ class DotWriter {
     std::vector<std::string> lines;
     if (cast) {
       const DType from = g_.value(n.operands[0]).type.dtype;
-      lines = {"%" + r.name + " = cast",
+      lines = {"%" + shortName(r.name) + " = cast",
                std::string(dtypeName(from)) + " -> " + std::string(dtypeName(r.type.dtype)),
                shapeStr(r.type.shape) + " " + bytesText(static_cast<int64_t>(r.type.byteSize()))};
     } else {
-      lines = {"%" + r.name + " = " + std::string(n.info().name), r.type.str()};
+      lines = {"%" + shortName(r.name) + " = " + std::string(n.info().name), r.type.str()};
       if (n.pinDevice) lines.back() += " pinned @" + n.pinDevice->str();
       if (n.pinDType) lines.back() += " as " + std::string(dtypeName(*n.pinDType));
       if (std::string attrs = shownAttrs(n); !attrs.empty()) lines.push_back(attrs);
@@ -177,14 +215,64 @@ class DotWriter {
                                                "\", penwidth=1.5, "
                                          : "shape=box, ");
     std::string tip = tooltip(n.loc, n.result);
-    if (auto e = errors_.find(n.loc.str()); n.loc.known() && e != errors_.end()) {
+    if (rejected(n)) {
       // Rejected: red, and the diagnostics as the tooltip.
       attrs += "color=red, fontcolor=red, penwidth=2, ";
-      tip = ", tooltip=" + dotString(e->second);  // messages only: no locations in them
+      tip = ", tooltip=" + dotString(errors_.at(n.loc.str()));  // messages: no locations in them
       style = "filled,bold";
     }
     add(shownDevice(g_, n), "n" + std::to_string(n.id),
         attrs + "style=\"" + style + "\", label=" + dotLabel(lines) + tip);
+  }
+
+  // A transfer: a small point in its destination's cluster, where the one bold edge that carries
+  // the copy ends and from which its users read.
+  void transferPoint(const Node &n) {
+    const Value &r = g_.value(n.result);
+    std::string tip = "transfer of %" + g_.value(n.operands[0]).name + " to " +
+                      (r.device ? r.device->str() : std::string("?")) + ", " +
+                      std::to_string(r.type.byteSize()) + " bytes per run";
+    if (o_.locations && r.device) tip += ": " + explained_[static_cast<size_t>(n.result)];
+    add(shownDevice(g_, n), "n" + std::to_string(n.id),
+        "shape=point, width=0.12, color=\"" + std::string(kTransferColour) + "\", fillcolor=\"" +
+            std::string(kTransferColour) + "\", tooltip=" + dotString(tip));
+  }
+
+  // The copy: a bold edge from what it copies to its point, labelled with the destination, the
+  // bytes per run and the type.
+  void transferEdge(const Node &n) {
+    const Value &r = g_.value(n.result);
+    const std::vector<std::string> label = {
+        "transfer -> " + (r.device ? r.device->str() : std::string("?")) + " " +
+            bytesText(static_cast<int64_t>(r.type.byteSize())),
+        r.type.str()};
+    out_ += "  " + idOf(n.operands[0]) + " -> n" + std::to_string(n.id) +
+            " [label=" + dotLabel(label) + ", " + kTransferEdgeStyle + "];\n";
+  }
+
+  // A long chain as one box: how many nodes, which ops, the first and last value, the last type.
+  void chainBox(const std::vector<NodeId> &chain) {
+    std::vector<std::string> ops;
+    for (NodeId id : chain) {
+      const std::string op(g_.node(id).info().name);
+      if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+    }
+    std::string opList;
+    for (size_t i = 0; i < ops.size() && i < 3; ++i) opList += (i ? ", " : "") + ops[i];
+    if (ops.size() > 3) opList += ", ...";
+    const Node &first = g_.node(chain.front()), &last = g_.node(chain.back());
+    const Value &a = g_.value(first.result), &z = g_.value(last.result);
+    const std::vector<std::string> lines = {
+        std::to_string(chain.size()) + " nodes: " + opList,
+        "(%" + shortName(a.name) + " .. %" + shortName(z.name) + ")", z.type.str()};
+    std::string tip = std::to_string(chain.size()) + " nodes, drawn as one box: %" + a.name;
+    for (size_t i = 1; i < chain.size() && i < 50; ++i)
+      tip += ", %" + g_.value(g_.node(chain[i]).result).name;
+    if (chain.size() > 50) tip += ", ... %" + z.name;
+    if (o_.locations && first.loc.known())
+      tip += " (" + first.loc.str() + (last.loc.known() ? " to " + last.loc.str() : "") + ")";
+    add(shownDevice(g_, last), "n" + std::to_string(last.id),
+        "shape=box3d, style=\"filled\", label=" + dotLabel(lines) + ", tooltip=" + dotString(tip));
   }
 
   void cluster(size_t index, const std::string &body) {
@@ -197,55 +285,46 @@ class DotWriter {
     out_ += body + "  }\n";
   }
 
-  // The value a use reads, through transfers: drawn from where the data comes from.
-  ValueId origin(ValueId v, std::vector<const Node *> &hops) const {
-    for (const Node *p = g_.producer(v); p && p->op == OpKind::Transfer; p = g_.producer(v)) {
-      hops.push_back(p);
-      v = p->operands[0];
-    }
-    return v;
-  }
-
+  // The DOT node that holds `v`: its producer (a transfer's point, the box of a long chain), or
+  // the input or param.
   std::string idOf(ValueId v) const {
     const Node *p = g_.producer(v);
-    return p != nullptr ? "n" + std::to_string(p->id) : "v" + std::to_string(v);
+    if (p == nullptr) return "v" + std::to_string(v);
+    const int chain = chainOf_[static_cast<size_t>(p->id)];
+    return "n" + std::to_string(chain < 0 ? p->id : chains_[static_cast<size_t>(chain)].back());
   }
 
-  // An edge from what produces `v` to `to`. A value that came through transfers is a bold edge
-  // from its origin, labelled with the copy: destination and bytes per run.
+  // An edge from what holds `v` to `to`, labelled with its type; from a transfer's point it is
+  // plain (its bold edge carries the type).
   void edge(ValueId v, const std::string &to) {
-    std::vector<const Node *> hops;
-    const ValueId from = origin(v, hops);
-    const std::string type = g_.value(v).type.str();
-    if (hops.empty()) {
-      out_ += "  " + idOf(from) + " -> " + to + " [label=" + dotString(type) + "];\n";
-      return;
-    }
-    std::vector<std::string> label;
-    for (auto it = hops.rbegin(); it != hops.rend(); ++it) {
-      const Value &r = g_.value((*it)->result);
-      label.push_back("transfer -> " + (r.device ? r.device->str() : std::string("?")) + " " +
-                      bytesText(static_cast<int64_t>(r.type.byteSize())));
-    }
-    label.push_back(type);
-    out_ += "  " + idOf(from) + " -> " + to + " [label=" + dotLabel(label) +
-            ", style=bold, penwidth=2.5, color=\"" + std::string(kTransferColour) +
-            "\", fontcolor=\"" + std::string(kTransferColour) + "\"];\n";
+    const Node *p = g_.producer(v);
+    const bool fromTransfer = p != nullptr && p->op == OpKind::Transfer;
+    out_ += "  " + idOf(v) + " -> " + to +
+            (fromTransfer ? std::string(";\n")
+                          : " [label=" + dotString(g_.value(v).type.str()) + "];\n");
   }
 
   // Graphviz lays a rank's nodes out right to left in the order they are declared here, so the
-  // legend is declared backwards to read input, param, op, cast, transfer, devices.
+  // legend is declared backwards to read input, param, op, cast, inserted, rejected, transfer,
+  // (a long chain,) devices.
   void legend() {
     std::vector<std::string> items = {
         "legend_in [shape=invhouse, label=\"input\"];",
         "legend_param [shape=cylinder, label=\"param\"];",
         "legend_op [shape=box, label=\"op\"];",
-        "legend_cast [shape=hexagon, style=\"filled,dashed\", color=\"" + std::string(kCastColour) +
-            "\", label=\"inserted cast\"];",
-        "legend_a [shape=point, width=0.05]; legend_b [shape=point, width=0.05];",
-        "legend_a -> legend_b [label=\"transfer\", style=bold, penwidth=2.5, color=\"" +
-            std::string(kTransferColour) + "\", fontcolor=\"" + std::string(kTransferColour) +
-            "\"];"};
+        "legend_cast [shape=hexagon, color=\"" + std::string(kCastColour) +
+            "\", penwidth=1.5, label=\"cast\"];",
+        "legend_inserted [shape=box, style=\"filled,dashed\", label=\"inserted\"];",
+        "legend_rejected [shape=box, style=\"filled,bold\", color=red, fontcolor=red, "
+        "penwidth=2, label=\"rejected\"];",
+        "legend_a [shape=point, width=0.05]; legend_b [shape=point, width=0.12, color=\"" +
+            std::string(kTransferColour) + "\", fillcolor=\"" + std::string(kTransferColour) +
+            "\"];",
+        "{rank=same; legend_a -> legend_b [label=\"transfer\", " + std::string(kTransferEdgeStyle) +
+            "];}"};
+    if (!chains_.empty())
+      items.push_back("legend_chain [shape=box3d, label=\"more than " +
+                      std::to_string(kMaxChainDrawn) + " nodes\\nin a chain\"];");
     for (size_t i = 0; i < devices_.size(); ++i)
       items.push_back("legend_d" + std::to_string(i) + " [shape=box, style=\"filled,rounded\", " +
                       "fillcolor=\"" + std::string(kPalette[i % kPalette.size()].first) +
@@ -257,12 +336,14 @@ class DotWriter {
     out_ += "  }\n";
   }
 
-  // The source location and why the value is on its device (reason chains name locations too,
-  // so --no-locations drops both).
+  // The value's full name when its label shortens it, the source location, and why the value is
+  // on its device (reason chains name locations too, so --no-locations drops both).
   std::string tooltip(const Location &loc, ValueId v) const {
-    if (!o_.locations) return "";
-    std::string tip = loc.known() ? loc.str() : "";
-    if (g_.value(v).device) tip += (tip.empty() ? "" : ": ") + explained_[static_cast<size_t>(v)];
+    const std::string &name = g_.value(v).name;
+    std::string tip = shortName(name) != name ? "%" + name : "";
+    if (o_.locations && loc.known()) tip += (tip.empty() ? "" : ": ") + loc.str();
+    if (o_.locations && g_.value(v).device)
+      tip += (tip.empty() ? "" : ": ") + explained_[static_cast<size_t>(v)];
     return tip.empty() ? "" : ", tooltip=" + dotString(tip);
   }
 
@@ -273,6 +354,8 @@ class DotWriter {
   std::map<size_t, std::string> clusters_;  // by device index
   std::string unplaced_;
   std::map<std::string, std::string> errors_;  // by location: the messages and their fixes
+  std::vector<std::vector<NodeId>> chains_;    // long chains, each drawn as one box
+  std::vector<int> chainOf_;                   // per node id: its chain's index, or -1
   std::string out_;
 };
 

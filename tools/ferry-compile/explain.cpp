@@ -1,6 +1,8 @@
 // tools/ferry-compile/explain.cpp — ferry-compile --explain.
 #include "tools/ferry-compile/explain.h"
 
+#include <algorithm>
+
 #include "passes/compile.h"
 #include "passes/explain.h"
 
@@ -46,6 +48,51 @@ std::string cost(const CompileStats &s) {
          (s.casts == 1 ? " cast" : " casts");
 }
 
+bool onlyBudgetErrors(const std::vector<Diagnostic> &ds) {
+  bool any = false;
+  for (const Diagnostic &d : ds)
+    if (d.severity == Severity::Error) {
+      if (d.code != "budget") return false;
+      any = true;
+    }
+  return any;
+}
+
+// The budget flags under which `plan` (compiled without budgets) passes: each direction
+// `budgets` sets to error that the plan uses, set to warn; each limit it exceeds, raised to what
+// it needs.
+std::vector<std::string> budgetFlags(const Budgets &budgets, const CompileResult &plan) {
+  const Graph &g = plan.graph;
+  std::vector<std::string> directions;
+  for (NodeId id : g.order()) {
+    const Node &n = g.node(id);
+    if (n.op != OpKind::Transfer) continue;
+    const std::optional<Device> &from = g.value(n.operands[0]).device;
+    const std::optional<Device> &to = g.value(n.result).device;
+    if (!from || !to) continue;
+    const bool h2h = from->isHost() && to->isHost();
+    const std::string key = h2h ? "h2h" : from->isHost() ? "h2d" : to->isHost() ? "d2h" : "d2d";
+    const BudgetAction action = h2h            ? budgets.h2h
+                                : key == "h2d" ? budgets.h2d
+                                : key == "d2h" ? budgets.d2h
+                                               : budgets.d2d;
+    if (action == BudgetAction::Error &&
+        std::find(directions.begin(), directions.end(), key) == directions.end())
+      directions.push_back(key);
+  }
+  std::vector<std::string> flags;
+  if (!directions.empty()) {
+    std::string spec;
+    for (const std::string &d : directions) spec += (spec.empty() ? "" : ",") + d + "=warn";
+    flags.push_back("--transfers " + spec);
+  }
+  if (budgets.maxTransferBytes && plan.stats.transferBytes > *budgets.maxTransferBytes)
+    flags.push_back("--max-transfer-bytes " + std::to_string(plan.stats.transferBytes));
+  if (budgets.maxCasts && plan.stats.casts > *budgets.maxCasts)
+    flags.push_back("--max-casts " + std::to_string(plan.stats.casts));
+  return flags;
+}
+
 }  // namespace
 
 Expected<std::string> explainValues(const Graph &g, const std::vector<std::string> &names) {
@@ -73,27 +120,43 @@ Expected<std::string> explainValues(const Graph &g, const std::vector<std::strin
 }
 
 std::string suggestOptions(const Graph &model, const CompileOptions &options) {
-  auto tryWith = [&](std::initializer_list<const Alternative *> alts) -> std::string {
+  // Compiles with `alts` applied; when only budgets reject that plan and `budgets` allows it,
+  // again without budgets, adding the budget flags that plan needs. The line to print, or "".
+  auto attempt = [&](std::initializer_list<const Alternative *> alts, bool budgets) {
     CompileOptions o = options;
-    std::string flags;
+    std::vector<std::string> flags;
     for (const Alternative *a : alts) {
-      if (!changes(*a, options)) return "";
+      if (!changes(*a, options)) return std::string();
       a->apply(o);
-      flags += (flags.empty() ? "" : " and ") + a->flags;
+      flags.push_back(a->flags);
     }
     o.stopAfter.clear();
     CompileResult r = compile(model, o);
-    return r.ok() ? "  compiles with " + flags + ": " + cost(r.stats) + "\n" : "";
+    if (!r.ok()) {
+      if (!budgets || !onlyBudgetErrors(r.diagnostics)) return std::string();
+      CompileOptions relaxed = o;
+      relaxed.budgets = Budgets{};
+      r = compile(model, relaxed);
+      if (!r.ok()) return std::string();
+      for (std::string &f : budgetFlags(o.budgets, r)) flags.push_back(std::move(f));
+    }
+    if (flags.empty()) return std::string();
+    std::string joined;
+    for (const std::string &f : flags) joined += (joined.empty() ? "" : " and ") + f;
+    return "  compiles with " + joined + ": " + cost(r.stats) + "\n";
   };
-  std::string out;
-  for (const Alternative &a : kAlternatives) out += tryWith({&a});
+  // The budgets alone first; a change of policy then only where it needs no budget change, unless
+  // the budgets alone do not suffice.
+  std::string out = attempt({}, true);
+  const bool budgetsSuffice = !out.empty();
+  for (const Alternative &a : kAlternatives) out += attempt({&a}, !budgetsSuffice);
   if (out.empty())
     for (size_t i = 0; i < std::size(kAlternatives); ++i)
       for (size_t j = i + 1; j < std::size(kAlternatives); ++j)
-        out += tryWith({&kAlternatives[i], &kAlternatives[j]});
+        out += attempt({&kAlternatives[i], &kAlternatives[j]}, true);
   if (out.empty())
-    return "explain: no change of policy (--placement auto, --dtype promote, fallback) compiles "
-           "it; the fixes above say what to change in the model\n";
+    return "explain: no change of policy (--placement auto, --dtype promote, fallback) or of the "
+           "budgets compiles it; the fixes above say what to change in the model\n";
   return "explain: the model as written is rejected under these options, but it\n" + out;
 }
 

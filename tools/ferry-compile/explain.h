@@ -17,7 +17,9 @@ Expected<std::string> explainValues(const Graph &compiled, const std::vector<std
 
 /// For a model `options` reject: which single change of policy (placement auto, dtype promote,
 /// fallback on), or pair of them, compiles it, with what that costs (transfers and bytes per run,
-/// casts); or that none does, so the fix is in the model (the diagnostics' fixes say where).
+/// casts); or that none does, so the fix is in the model (the diagnostics' fixes say where). A
+/// plan that only its budgets reject comes with the budget flags that would let it pass
+/// (`--max-casts 4`, `--transfers h2h=warn`), alone or after a change of policy.
 std::string suggestOptions(const Graph &model, const CompileOptions &options);
 
 }  // namespace ferry

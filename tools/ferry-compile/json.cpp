@@ -1,4 +1,4 @@
-// tools/ferry-compile/json.cpp — JSON rendering of a compile: the placement manifest (version 2)
+// tools/ferry-compile/json.cpp — JSON rendering of a compile: the placement manifest (version 3)
 // and the graph-only layout of version 1. docs/manifest.md is the schema; a field added here is
 // added there, or tests/tools/manifest_test.cpp fails.
 //
@@ -20,6 +20,8 @@
 
 #include "ir/json.h"
 #include "passes/explain.h"
+#include "passes/pass.h"
+#include "tools/ferry-compile/device_totals.h"
 
 namespace ferry {
 
@@ -261,7 +263,8 @@ class Writer {
     return jsonArray(items);
   }
 
-  std::string statistics(const CompileStats &st) const {
+  std::string statistics(const CompileStats &st,
+                         const std::map<Device, DeviceTotals> &totals) const {
     std::array<int, 4> count{};
     for (NodeId id : g_.order()) {
       const Node &n = g_.node(id);
@@ -292,7 +295,22 @@ class Writer {
            line("casts_removed", std::to_string(st.castsRemoved)) + "," +
            line("nodes_removed", std::to_string(st.nodesRemoved)) + "," +
            line("nodes_per_device", perDevice + "}") + "," +
-           line("estimated_seconds", jsonRounded(st.estimatedSeconds)) + "\n  }";
+           line("estimated_seconds", jsonRounded(st.estimatedSeconds)) + "," +
+           line("devices", devices(totals)) + "\n  }";
+  }
+
+  // Per device what its nodes compute and hold per run, as the text dump's summary says it.
+  static std::string devices(const std::map<Device, DeviceTotals> &totals) {
+    std::string s = "{";
+    for (const auto &[device, t] : totals)
+      s += (s.size() > 1 ? ", " : "") + jsonString(device.str()) +
+           ": {\"nodes\": " + std::to_string(t.nodes) +
+           ", \"flops\": " + std::to_string(std::llround(t.flops)) +
+           ", \"bytes\": " + std::to_string(std::llround(t.bytes)) +
+           ", \"weight_bytes\": " + std::to_string(std::llround(t.weightBytes)) +
+           ", \"peak_workspace_bytes\": " +
+           (t.workspaceBytes ? std::to_string(*t.workspaceBytes) : std::string("null")) + "}";
+    return s + "}";
   }
 
   // In the shape of renderJson (ir/diagnostics.h), one diagnostic per line.
@@ -451,19 +469,29 @@ std::string jsonOptions(const CompileOptions &o) {
          ", \"stop_after\": " + jsonOptString(o.stopAfter) + "}";
 }
 
+// "compiled", "stopped" (--stop-after before the last pass) or "rejected".
+std::string_view outcome(const CompileResult &result) {
+  if (!result.ok()) return "rejected";
+  const std::span<const Pass> passes = pipeline();
+  return !passes.empty() && result.lastPass != passes.back().name ? "stopped" : "compiled";
+}
+
 }  // namespace
 
 std::string emitManifest(const CompileResult &result, const CompileOptions &options,
                          const EmitOptions &emit) {
   const Graph &g = result.graph;
   const Writer w(g, emit, /*manifest=*/true, result.diagnostics);
+  // A rejected plan has no statistics: the pipeline stopped before describing it.
+  const std::string statistics =
+      result.ok() ? w.statistics(result.stats, deviceTotals(result, options)) : "null";
   return "{\n  \"format\": \"ferry.graph\",\n  \"version\": " + std::to_string(kManifestVersion) +
          ",\n  \"graph\": " + jsonString(g.name()) + ",\n  \"options\": " + jsonOptions(options) +
          ",\n  \"last_pass\": " + jsonOptString(result.lastPass) +
-         ",\n  \"inputs\": " + w.inputs() + ",\n  \"params\": " + w.params() +
-         ",\n  \"nodes\": " + w.nodes() + ",\n  \"outputs\": " + w.outputs() +
-         ",\n  \"transfers\": " + w.transfers() + ",\n  \"casts\": " + w.casts() +
-         ",\n  \"statistics\": " + w.statistics(result.stats) +
+         ",\n  \"outcome\": " + jsonString(outcome(result)) + ",\n  \"inputs\": " + w.inputs() +
+         ",\n  \"params\": " + w.params() + ",\n  \"nodes\": " + w.nodes() +
+         ",\n  \"outputs\": " + w.outputs() + ",\n  \"transfers\": " + w.transfers() +
+         ",\n  \"casts\": " + w.casts() + ",\n  \"statistics\": " + statistics +
          ",\n  \"diagnostics\": " + w.diagnostics(result.diagnostics) + "\n}\n";
 }
 

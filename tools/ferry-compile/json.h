@@ -1,5 +1,5 @@
 // tools/ferry-compile/json.h — a compile as JSON (ferry-compile --emit json): the placement
-// manifest, format "ferry.graph" version 2, whose schema is docs/manifest.md.
+// manifest, format "ferry.graph" version 3, whose schema is docs/manifest.md.
 #pragma once
 
 #include <string>
@@ -9,19 +9,21 @@
 
 namespace ferry {
 
-/// The "version" emitManifest writes. Version 2 adds fields to version 1 and removes or renames
-/// none (docs/manifest.md lists what each version added).
-inline constexpr int kManifestVersion = 2;
+/// The "version" emitManifest writes. docs/manifest.md lists what each version changed: 2 added
+/// fields to version 1; 3 added `outcome` and `statistics.devices`, and made `statistics` null for
+/// a rejected compile (version 2 wrote zeros there).
+inline constexpr int kManifestVersion = 3;
 
 /// The placement manifest of a compile as one JSON document, laid out as docs/manifest.md
 /// specifies: the options that decide placement; the graph's inputs, params, nodes (in
 /// topological order) and outputs, each value with its device and dtype and the reason for each
 /// (structured and as one line of text); every transfer and cast with its bytes per run; the
-/// statistics (no pass timings) and the compile's diagnostics. Deterministic: the same model text,
+/// statistics (no pass timings; per device too, which lowers the graph for its workspaces) and the
+/// compile's diagnostics. Deterministic: the same model text,
 /// model path (locations quote it as given), options and ferry build give the same bytes. With
 /// `emit.locations` off no location appears, neither in "location" fields (null) nor in texts.
-/// Any result can be written, a rejected or stopped one too: values not placed yet have a null
-/// device and reasons of kind "none".
+/// Any result can be written, a rejected or stopped one too (`outcome` says which): values not
+/// placed yet have a null device and reasons of kind "none"; a rejected one has null statistics.
 std::string emitManifest(const CompileResult &result, const CompileOptions &options,
                          const EmitOptions &emit = {});
 

@@ -1,26 +1,32 @@
 // tools/ferry-compile/main.cpp — ferry-compile: compile a .fy model (placement, dtypes, simplify,
 // budgets) and write the annotated graph as text, DOT, SVG or JSON, the executable artifact,
 // and statistics on request.
-#include <CLI/CLI.hpp>
+//
+// A run is four steps, so that a usage error never leaves half an output behind:
+//   1. check    options, output destinations (writable, not the model), the model file
+//   2. compile  parse and compile; a rejection still draws the graph (DOT, SVG, JSON)
+//   3. render   every output into memory: --explain names, SVG through dot and the executable
+//               can fail here, before anything is written
+//   4. write    files, then standard output, then stderr (Report) — nothing is written before
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "passes/compile.h"
-#include "passes/pass.h"
 #include "runtime/executable.h"
 #include "tools/common/compile_flags.h"
+#include "tools/ferry-compile/command_line.h"
+#include "tools/ferry-compile/device_totals.h"
 #include "tools/ferry-compile/dot.h"
 #include "tools/ferry-compile/explain.h"
 #include "tools/ferry-compile/json.h"
+#include "tools/ferry-compile/outputs.h"
+#include "tools/ferry-compile/report.h"
 #include "tools/ferry-compile/stats.h"
 #include "tools/ferry-compile/svg.h"
 
@@ -33,40 +39,6 @@ constexpr int kOk = 0;
 constexpr int kRejected = 1;
 constexpr int kUsage = 2;
 
-// The command line as written; turned into CompileOptions by compileOptions().
-struct Options {
-  std::string model;
-  std::vector<std::string> emits;  ///< empty: text
-  std::string output;
-  std::string emitDir;
-  std::string diagnostics = "text";
-  bool noLocations = false;
-  CompileFlags compile;
-  std::string stopAfter;
-  bool stats = false;
-  /// --explain: "*" for a bare --explain (rejections), else value names.
-  std::vector<std::string> explain;
-};
-
-void printDiagnostics(const std::vector<Diagnostic> &ds, const Options &o) {
-  if (ds.empty()) return;
-  if (o.diagnostics == "json")
-    std::cerr << renderJson(ds) << "\n";
-  else
-    std::cerr << renderText(ds, RenderOptions{.snippet = true});
-}
-
-// A failure that is not the model's fault (files, options): one line, in the chosen format.
-int usageFailure(const std::string &message, const Options &o, const std::string &code = "io") {
-  if (o.diagnostics == "json")
-    std::cerr << renderJson(std::vector<Diagnostic>{
-                     Diagnostic{Severity::Error, code, {}, message, {}, {}}})
-              << "\n";
-  else
-    std::cerr << "ferry-compile: error: " << message << "\n";
-  return kUsage;
-}
-
 // The options for compile(), each checked with a message that names its flag.
 Status compileOptions(const Options &o, CompileOptions &c) {
   CompileOptions probe;
@@ -75,177 +47,161 @@ Status compileOptions(const Options &o, CompileOptions &c) {
   return toCompileOptions(o.compile, c);
 }
 
-// The file extension of each --emit format.
-std::string_view extension(const std::string &format) {
-  return format == "text" ? ".fy" : format == "dot" ? ".dot" : format == "json" ? ".json" : ".svg";
+std::string firstCode(const Status &s) {
+  return s.diagnostics().empty() ? "io" : s.diagnostics().front().code;
 }
 
-bool isArtifactPath(const std::string &path) { return path.ends_with(".ferry"); }
-
-// Where each format goes: "" for standard output, else a file. Usage errors for combinations
-// that would lose output: two formats on standard output, -o with several formats.
-Expected<std::vector<std::pair<std::string, std::string>>> destinations(const Options &o) {
-  std::vector<std::string> formats;
-  for (const std::string &f : o.emits.empty() ? std::vector<std::string>{"text"} : o.emits)
-    if (f != "none" && std::find(formats.begin(), formats.end(), f) == formats.end())
-      formats.push_back(f);
-  const bool artifact = isArtifactPath(o.output);
-  const std::string file = artifact ? "" : o.output == "-" ? "" : o.output;
-  if (!o.emitDir.empty() && !file.empty())
-    return flagError("-o", "give -o FILE or --emit-dir DIR, not both (-o MODEL.ferry can go "
-                           "with --emit-dir)");
-  if (o.emitDir.empty() && formats.size() > 1)
-    return flagError("--emit", "several formats (" + std::to_string(formats.size()) +
-                                   ") need --emit-dir DIR, where each is written as MODEL.EXT");
-  std::vector<std::pair<std::string, std::string>> out;
-  const std::string stem = std::filesystem::path(o.model).stem().string();
-  for (const std::string &f : formats)
-    out.emplace_back(
-        f, !o.emitDir.empty()
-               ? (std::filesystem::path(o.emitDir) / (stem + std::string(extension(f)))).string()
-               : file);
-  return out;
+// A compiled executable given as the model: docs/artifact.md's magic opens the file.
+bool isExecutableFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[8] = {};
+  in.read(magic, sizeof magic);
+  return in.gcount() == sizeof magic && std::string_view(magic, sizeof magic) == "FERRYEXE";
 }
 
-Status writeText(const std::string &text, const std::string &path) {
-  if (path.empty()) {
-    std::cout << text << std::flush;
-    if (!std::cout) return makeError("io", "cannot write to standard output");
-    return {};
-  }
-  std::ofstream out(path, std::ios::binary);
-  if (out) out << text;
-  if (out) out.flush();
-  if (!out) return makeError("io", "cannot write '" + path + "': " + std::strerror(errno));
-  return {};
-}
+// One output, rendered: its destination and its bytes.
+struct Rendered {
+  Destination to;
+  std::string bytes;
+};
 
-// Writes `graph` as `format` to `path` ("" = standard output). A text file is written with
-// saveModel: params too large to print inline (a weight cast at compile time) go beside it as
-// the .npy files its text names, so that the dump reads back. `diagnostics` of a rejected
-// compile mark their nodes in the pictures; `summary` closes the text.
-Status writeFormat(const CompileResult &result, const std::string &format, const std::string &path,
-                   const Options &o, const CompileOptions &options,
-                   const std::vector<Diagnostic> &diagnostics, const std::string &summary) {
-  const Graph &graph = result.graph;
-  const PrintOptions printOptions{.locations = !o.noLocations};
+// `format` of `result`; a rejected compile is drawn with its diagnostics on its nodes.
+Expected<std::string> render(const CompileResult &result, const std::string &format,
+                             const Options &o, const CompileOptions &options,
+                             const std::string &summary) {
+  if (format == "text")
+    return printGraph(result.graph, PrintOptions{.locations = !o.noLocations}) + summary;
+  if (format == "json")
+    return emitManifest(result, options, EmitOptions{.locations = !o.noLocations});
   DotOptions dot;
   dot.locations = !o.noLocations;
   dot.devices = options.devices;
-  dot.diagnostics = diagnostics;
-  if (format == "text" && !path.empty()) {
-    FERRY_TRY(saveModel(graph, path, printOptions));
-    std::ofstream out(path, std::ios::binary | std::ios::app);
-    if (out) out << summary;
-    if (!out.flush())
-      return makeError("io", "cannot write '" + path + "': " + std::strerror(errno));
-    return {};
-  }
-  if (format == "text") return writeText(printGraph(graph, printOptions) + summary, path);
-  if (format == "dot") return writeText(emitDot(graph, dot), path);
-  if (format == "svg") return renderSvg(emitDot(graph, dot), path);
-  return writeText(emitManifest(result, options, EmitOptions{.locations = !o.noLocations}), path);
+  if (!result.ok()) dot.diagnostics = result.diagnostics;
+  std::string text = emitDot(result.graph, dot);
+  if (format == "dot") return text;
+  return renderSvg(text);
 }
 
-// Each device's workspace for one run, as the runtime would plan it; empty when the graph cannot
-// be lowered (the pipeline stopped before the end).
-std::map<Device, size_t> workspaces(const Graph &graph, const CompileOptions &options) {
-  std::map<Device, size_t> out;
-  if (!options.stopAfter.empty()) return out;
-  Expected<Executable> exe = lower(graph, options);
-  if (exe.ok())
-    for (const Workspace &w : exe->workspaces) out[w.device] = w.bytes;
+// Writes a rendered output. A text file is written with saveModel: params too large to print
+// inline (a weight cast at compile time) go beside it as the .npy files its text names, so that
+// the dump reads back.
+Status write(const Rendered &r, const CompileResult &result, const Options &o,
+             const std::string &summary) {
+  if (r.to.format != "text" || r.to.path.empty()) return writeBytes(r.to.path, r.bytes);
+  FERRY_TRY(saveModel(result.graph, r.to.path, PrintOptions{.locations = !o.noLocations}));
+  std::ofstream out(r.to.path, std::ios::binary | std::ios::app);
+  if (out) out << summary;
+  if (!out.flush())
+    return makeError("io", "cannot write '" + r.to.path + "': " + std::strerror(errno));
+  return {};
+}
+
+// --explain %V,...: each value of the graph compile returned, or a usage error naming the value.
+Expected<std::vector<std::string>> explainNamed(const Graph &graph, const Options &o) {
+  std::vector<std::string> out;
+  for (const std::string &name : o.explain) {
+    if (name == "*") continue;
+    Expected<std::string> why = explainValues(graph, {name});
+    if (!why.ok()) return why.status();
+    out.push_back(std::move(why).value());
+  }
   return out;
 }
 
-Status writeArtifact(const Graph &graph, const CompileOptions &options, const std::string &path) {
-  Expected<Executable> exe = lower(graph, options);
-  if (!exe.ok()) return exe.status();
-  return exe->save(path);
-}
-
-int run(const Options &o) {
+int run(const Options &o, Report &report) {
+  // 1. check
   CompileOptions options;
-  if (Status s = compileOptions(o, options); !s.ok()) return usageFailure(oneLine(s), o, "usage");
+  if (Status s = compileOptions(o, options); !s.ok()) return report.usage(oneLine(s));
+  Expected<OutputPlan> plan = planOutputs({.model = o.model,
+                                           .emits = o.emits,
+                                           .output = o.output,
+                                           .emitDir = o.emitDir,
+                                           .stopAfter = o.stopAfter});
+  if (!plan.ok()) return report.usage(oneLine(plan.status()));
   if (std::string why = unreadableReason(o.model); !why.empty())
-    return usageFailure("cannot read '" + o.model + "': " + why, o);
+    return report.usage("cannot read '" + o.model + "': " + why, "io");
+  if (isExecutableFile(o.model))
+    return report.usage("'" + o.model +
+                        "' is a compiled executable, not a model; run it with ferry-run");
+  if (Status s = checkDestinations(*plan, o.model); !s.ok())
+    return report.usage(oneLine(s), firstCode(s));
+  const bool explainRejection =
+      std::find(o.explain.begin(), o.explain.end(), "*") != o.explain.end();
+  const bool explainNames = std::any_of(o.explain.begin(), o.explain.end(),
+                                        [](const std::string &n) { return n != "*"; });
+
+  // 2. compile
   Expected<Graph> graph = parseFile(o.model);
   if (!graph.ok()) {
     const std::vector<Diagnostic> &ds = graph.status().diagnostics();
-    printDiagnostics(ds, o);
     // A file that vanished or failed between the check above and the parse is no model error.
-    bool io = std::all_of(ds.begin(), ds.end(), [](const Diagnostic &d) { return d.code == "io"; });
-    if (!io && std::find(o.explain.begin(), o.explain.end(), "*") != o.explain.end())
-      std::cerr << "explain: the model does not parse or type-check, which no option changes; "
-                   "the diagnostics above say where\n";
+    const bool io =
+        std::all_of(ds.begin(), ds.end(), [](const Diagnostic &d) { return d.code == "io"; });
+    report.diagnostics(ds);
+    if (!io && (explainRejection || explainNames))
+      report.info("explain", "explain: the model does not parse or type-check, which no option "
+                             "changes, and it has no values to explain yet; the diagnostics "
+                             "above say where\n");
+    report.flush();
     return io ? kUsage : kRejected;
-  }
-  Expected<std::vector<std::pair<std::string, std::string>>> outputs = destinations(o);
-  if (!outputs.ok()) return usageFailure(oneLine(outputs.status()), o, "usage");
-  if (!o.emitDir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.emitDir, ec);
-    if (ec) return usageFailure("cannot create '" + o.emitDir + "': " + ec.message(), o);
   }
   // What this build's backends can run, so that the dump is what ferry-run would execute.
   Capabilities table = backendCapabilities();
   table.merge(options.capabilities);
   options.capabilities = std::move(table);
-  const bool explainRejection =
-      std::find(o.explain.begin(), o.explain.end(), "*") != o.explain.end();
   std::optional<Graph> original;
   if (explainRejection) original = *graph;
-  CompileResult result = compile(std::move(graph).value(), options);
-  printDiagnostics(result.diagnostics, o);
-  if (!result.ok()) {
-    if (explainRejection) std::cerr << suggestOptions(*original, options);
-    // A rejected graph is still drawn, its offending nodes in red, and the manifest carries
-    // its diagnostics.
-    for (const auto &[format, path] : *outputs)
-      if (format == "dot" || format == "svg" || format == "json")
-        if (Status s = writeFormat(result, format, path, o, options, result.diagnostics, "");
-            !s.ok())
-          return usageFailure(oneLine(s), o);
-    return kRejected;
-  }
-  const std::string summary = renderSummary(result, workspaces(result.graph, options));
-  for (const auto &[format, path] : *outputs)
-    if (Status s = writeFormat(result, format, path, o, options, {}, summary); !s.ok())
-      return usageFailure(oneLine(s), o);
-  if (isArtifactPath(o.output)) {
-    if (!options.stopAfter.empty())
-      return usageFailure("-o " + o.output +
-                              " writes an executable, which needs the whole "
-                              "pipeline; --stop-after " +
-                              options.stopAfter + " stops before it",
-                          o, "usage");
-    if (Status s = writeArtifact(result.graph, options, o.output); !s.ok())
-      return usageFailure(oneLine(s), o);
-  }
-  // After the graph, on stderr: stdout stays a valid .fy / DOT / JSON document.
-  if (o.stats) std::cerr << renderStats(result, options, StatsOptions{.timings = true});
-  std::vector<std::string> names;
-  for (const std::string &n : o.explain)
-    if (n != "*") names.push_back(n);
-  if (!names.empty()) {
-    Expected<std::string> why = explainValues(result.graph, names);
-    if (!why.ok()) return usageFailure(oneLine(why.status()), o, "usage");
-    std::cerr << *why;
-  } else if (explainRejection) {
-    std::cerr << "explain: compiled; name values to see why each is where it is: --explain "
-                 "%NAME[,%NAME...]\n";
-  }
-  for (const auto &[format, path] : *outputs)
-    if (!path.empty()) std::cerr << "ferry-compile: wrote " << format << " to " << path << "\n";
-  if (isArtifactPath(o.output))
-    std::cerr << "ferry-compile: wrote the executable to " << o.output << "\n";
-  return kOk;
-}
+  const CompileResult result = compile(std::move(graph).value(), options);
 
-std::string passNames() {
-  std::string names;
-  for (const Pass &p : pipeline()) names += (names.empty() ? "" : ", ") + std::string(p.name);
-  return names;
+  // 3. render
+  Expected<std::vector<std::string>> named = explainNamed(result.graph, o);
+  if (!named.ok()) return report.usage(oneLine(named.status()));
+  std::string summary;
+  if (result.ok()) summary = renderSummary(result, deviceTotals(result, options));
+  std::vector<Rendered> outputs;
+  for (const Destination &d : plan->documents) {
+    if (!result.ok() && d.format == "text") continue;  // a rejected graph is no model to read
+    Expected<std::string> bytes = render(result, d.format, o, options, summary);
+    if (!bytes.ok()) return report.usage(oneLine(bytes.status()), firstCode(bytes.status()));
+    outputs.push_back({d, std::move(bytes).value()});
+  }
+  std::optional<Executable> executable;
+  if (!plan->artifact.empty() && result.ok()) {
+    Expected<Executable> exe = lower(result.graph, options);
+    if (!exe.ok()) return report.usage(oneLine(exe.status()), firstCode(exe.status()));
+    executable = std::move(exe).value();
+  }
+
+  // 4. write: files first, standard output last, so that a failing file leaves stdout empty.
+  if (Status s = makeEmitDir(*plan); !s.ok()) return report.usage(oneLine(s), "io");
+  for (const Rendered &r : outputs)
+    if (!r.to.path.empty())
+      if (Status s = write(r, result, o, summary); !s.ok()) return report.usage(oneLine(s), "io");
+  if (executable)  // saved atomically: a temporary file renamed
+    if (Status s = executable->save(plan->artifact); !s.ok()) return report.usage(oneLine(s), "io");
+  for (const Rendered &r : outputs)
+    if (r.to.path.empty())
+      if (Status s = write(r, result, o, summary); !s.ok()) return report.usage(oneLine(s), "io");
+  report.diagnostics(result.diagnostics);
+  if (!result.ok()) {
+    if (explainRejection) report.info("explain", suggestOptions(*original, options));
+    if (!named->empty())
+      report.info("explain", "explain: the model is rejected; its values as the pass '" +
+                                 result.lastPass + "' left them:\n");
+  } else if (o.stats) {
+    report.info("stats", renderStats(result, options, StatsOptions{.timings = true}));
+  }
+  for (std::string &why : *named) report.info("explain", std::move(why));
+  if (result.ok() && explainRejection && named->empty())
+    report.info("explain", "explain: compiled; name values to see why each is where it is: "
+                           "--explain %NAME[,%NAME...]\n");
+  for (const Rendered &r : outputs)
+    if (!r.to.path.empty())
+      report.info("output", "ferry-compile: wrote " + r.to.format + " to " + r.to.path + "\n");
+  if (!plan->artifact.empty() && result.ok())
+    report.info("output", "ferry-compile: wrote the executable to " + plan->artifact + "\n");
+  report.flush();
+  return result.ok() ? kOk : kRejected;
 }
 
 }  // namespace
@@ -254,63 +210,8 @@ std::string passNames() {
 
 int main(int argc, char **argv) {
   ferry::Options o;
-  CLI::App app{"Compiles a .fy model (devices, dtypes, transfers, casts); prints the result.",
-               "ferry-compile"};
-  app.add_option("model", o.model, "The model, in ferry's .fy text format")
-      ->required()
-      ->type_name("MODEL.fy");
-  app.add_option("--emit", o.emits, "text (annotated .fy, the default), dot, svg, json or none")
-      ->check(CLI::IsMember({"text", "dot", "svg", "json", "none"}))
-      ->delimiter(',')
-      ->expected(1)  // one value per --emit (commas allowed): the model after it stays the model
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->type_name("FORMAT");
-  app.add_option("-o,--output", o.output,
-                 "Write the output to FILE; FILE.ferry: the executable for ferry-run")
-      ->type_name("FILE");
-  app.add_option("--emit-dir", o.emitDir,
-                 "Write each --emit (several allowed) to DIR/MODEL.{fy,dot,svg,json}")
-      ->type_name("DIR");
-  app.add_option("--diagnostics", o.diagnostics, "Format of errors on stderr: text or json")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->type_name("FORMAT")
-      ->capture_default_str();
-  app.add_flag("--no-locations", o.noLocations, "Leave source locations out of the output");
-  ferry::addPolicyFlags(app, o.compile);
-  app.add_option("--stop-after", o.stopAfter, "Stop after this pass: " + ferry::passNames())
-      ->type_name("PASS");
-  ferry::addBudgetFlags(app, o.compile);
-  app.add_flag("--stats", o.stats, "Print transfers, casts, nodes per device and times on stderr");
-  app.add_option("--explain", o.explain,
-                 "Rejected: options that would compile it; %V,...: why V is where it is")
-      ->type_name("[%V,...]")
-      ->delimiter(',')
-      ->expected(1)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.footer("Exit status: 0 compiled (warnings on stderr), 1 the model was rejected\n"
-             "(diagnostics on stderr), 2 usage error or unreadable file.\n");
-  // `--explain` takes an optional value: `--explain %h` names a value, a bare `--explain` (its
-  // next argument not a %value) explains a rejection. Rewritten as `--explain=...` for CLI11,
-  // which would otherwise take the model file as the value.
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] != "--explain") continue;
-    if (i + 1 < args.size() && args[i + 1].starts_with("%")) {
-      args[i] += "=" + args[i + 1];
-      args.erase(args.begin() + static_cast<ptrdiff_t>(i) + 1);
-    } else {
-      args[i] += "=*";
-    }
-  }
-  std::reverse(args.begin(), args.end());  // CLI11 takes them in reverse
-  try {
-    app.parse(args);
-  } catch (const CLI::ParseError &e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    std::cerr << "ferry-compile: error: " << e.what() << " (see --help)\n";
-    return ferry::kUsage;
-  }
-  return ferry::run(o);
+  if (std::optional<int> done = ferry::parseCommandLine(argc, argv, o)) return *done;
+  ferry::Report report(o.diagnostics == "json" ? ferry::Report::Format::Json
+                                               : ferry::Report::Format::Text);
+  return ferry::run(o, report);
 }

@@ -65,43 +65,18 @@ std::string binaryBytes(double b) {
   return buf;
 }
 
-struct DeviceTotals {
-  int nodes = 0;
-  double flops = 0, bytes = 0, weightBytes = 0;
-};
-
 }  // namespace
 
 std::string renderSummary(const CompileResult &result,
-                          const std::map<Device, size_t> &workspaceBytes) {
-  const Graph &g = result.graph;
-  std::map<Device, DeviceTotals> per;
-  for (const ParamDecl &p : g.params())
-    if (const std::optional<Device> &d = g.value(p.value).device)
-      per[*d].weightBytes += static_cast<double>(g.value(p.value).type.byteSize());
-  std::vector<TensorType> types;
-  for (NodeId id : g.order()) {
-    const Node &n = g.node(id);
-    const Value &r = g.value(n.result);
-    if (n.op == OpKind::Transfer || !r.device) continue;
-    types.clear();
-    for (ValueId o : n.operands) types.push_back(g.value(o).type);
-    const OpCost c = opCost(n.info(), types, n.attrs, r.type);
-    DeviceTotals &t = per[*r.device];
-    ++t.nodes;
-    t.flops += c.flops;
-    t.bytes += c.bytes;
-  }
-  for (const auto &[d, bytes] : workspaceBytes) per[d];  // a device with inputs only
-  std::string s = "\n# summary of '" + g.name() + "', per run:\n";
-  for (const auto &[d, t] : per) {
-    auto ws = workspaceBytes.find(d);
+                          const std::map<Device, DeviceTotals> &totals) {
+  std::string s = "\n# summary of '" + result.graph.name() + "', per run:\n";
+  for (const auto &[d, t] : totals) {
     s += "#   @" + d.str() + ": " + std::to_string(t.nodes) +
          (t.nodes == 1 ? " node, " : " nodes, ") + quantity(t.flops, "FLOP") + ", " +
          binaryBytes(t.bytes) + " read and written, weights " + binaryBytes(t.weightBytes) +
          ", peak workspace " +
-         (ws != workspaceBytes.end() ? binaryBytes(static_cast<double>(ws->second))
-                                     : std::string("unknown")) +
+         (t.workspaceBytes ? binaryBytes(static_cast<double>(*t.workspaceBytes))
+                           : std::string("unknown")) +
          "\n";
   }
   const CompileStats &st = result.stats;

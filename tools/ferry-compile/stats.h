@@ -5,6 +5,7 @@
 #include <string>
 
 #include "passes/compile.h"
+#include "tools/ferry-compile/device_totals.h"
 
 namespace ferry {
 
@@ -21,11 +22,10 @@ std::string renderStats(const CompileResult &result, const CompileOptions &optio
                         const StatsOptions &stats = {});
 
 /// The per-device summary that closes the annotated text dump, as `#` comment lines (the dump
-/// still reads back): per device its nodes, FLOPs and bytes per run (the op table's cost
-/// estimates), weights, and peak workspace (the arena the runtime plans for one run, from
-/// `workspaceBytes`; unknown when the pipeline stopped early), then the transfer and cast
-/// totals. Deterministic: no timings.
+/// still reads back): per device (`totals`, from deviceTotals()) its nodes, FLOPs and bytes per
+/// run (the op table's cost estimates), weights, and peak workspace (unknown when the pipeline
+/// stopped early), then the transfer and cast totals. Deterministic: no timings.
 std::string renderSummary(const CompileResult &result,
-                          const std::map<Device, size_t> &workspaceBytes);
+                          const std::map<Device, DeviceTotals> &totals);
 
 }  // namespace ferry

@@ -7,9 +7,10 @@
 
 namespace ferry {
 
-/// Renders `dot` (DOT source) as SVG into `path`, or to standard output when `path` is "" or
-/// "-", by running Graphviz's `dot -Tsvg`. Errors: `dot` not on PATH (with how to install it),
-/// `dot` failing (its exit status), a file that cannot be written.
-Status renderSvg(const std::string &dot, const std::string &path);
+/// Renders `dot` (DOT source) as SVG by running Graphviz's `dot -Tsvg`, and returns the SVG text
+/// (the caller writes it, so that nothing is written when dot fails). Errors, each one line (code
+/// "io"): `dot` not on PATH (with how to install it), `dot` failing (its exit status and what it
+/// printed on stderr, folded into the line).
+Expected<std::string> renderSvg(const std::string &dot);
 
 }  // namespace ferry

@@ -1,0 +1,151 @@
+// tests/tools/ferry_compile_dot_test.cpp — ferry-compile's pictures: one bold edge per transfer
+// however many users it has, long chains drawn as one box, long names cut in labels (whole in
+// tooltips), and a legend for every kind of node.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tool_test_util.h"
+
+namespace ferry {
+namespace {
+
+using namespace tooltest;
+
+// %x crosses to cpu:1 once and is read there by three nodes.
+constexpr const char *kThreeUsers = R"(graph three {
+  input %x : f32[4,8] @cpu
+  %a @cpu:1 = relu(%x)
+  %b @cpu:1 = neg(%x)
+  %c @cpu:1 = exp(%x)
+  %s = add(%a, %b)
+  %t = add(%s, %c)
+  output %t
+}
+)";
+
+// A chain of `n` elementwise nodes after the input (relu, neg, exp, tanh in turn), the last one
+// the output; `pin` >= 0 pins that node to cpu. Value `v<i>` is node i's result.
+std::string chain(int n, int pin = -1, const std::string &name = "") {
+  const char *ops[] = {"relu", "neg", "exp", "tanh"};
+  std::string s = "graph chain {\n  input %x : f32[4,8] @cpu\n";
+  auto value = [&](int i) { return i == 5 && !name.empty() ? name : "v" + std::to_string(i); };
+  for (int i = 0; i < n; ++i)
+    s += "  %" + value(i) + (i == pin ? " @cpu" : "") + " = " + ops[i % 4] + "(%" +
+         (i == 0 ? std::string("x") : value(i - 1)) + ")\n";
+  return s + "  output %" + value(n - 1) + "\n}\n";
+}
+
+// The lines of `s` that contain `part`, the legend's left out.
+std::vector<std::string> drawn(const std::string &s, std::string_view part) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);)
+    if (contains(line, part) && !contains(line, "legend_")) out.push_back(line);
+  return out;
+}
+
+class FerryCompileDot : public ToolTest {
+ protected:
+  Result run(const std::string &args) { return runTool(FERRY_COMPILE, args); }
+};
+
+// Item 3: the picture counts the transfers the summary counts.
+TEST_F(FerryCompileDot, OneTransferIsOneBoldEdgeWhateverItsUsers) {
+  const std::string model = shellQuote(write("three.fy", kThreeUsers));
+  const std::string flags = " --devices cpu,cpu:1 --placement auto";
+  Result text = run(model + flags);
+  ASSERT_EQ(text.exit, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "#   transfers: 1, 128 B\n")) << text.out;
+  Result dot = run(model + flags + " --emit dot");
+  ASSERT_EQ(dot.exit, 0) << dot.err;
+  const std::vector<std::string> bold = drawn(dot.out, "style=bold");
+  ASSERT_EQ(bold.size(), 1u) << dot.out;
+  // Into the transfer's point (node 5), which the three users read from.
+  EXPECT_TRUE(bold[0].starts_with("  v0 -> n5 [label=\"transfer -> cpu:1 128 B\\nf32[4,8]\""))
+      << bold[0];
+  EXPECT_EQ(drawn(dot.out, "n5 [shape=point").size(), 1u) << dot.out;
+  EXPECT_EQ(drawn(dot.out, "  n5 -> n").size(), 3u) << dot.out;
+  EXPECT_EQ(count(dot.out, "transfer -> cpu:1"), 1u) << dot.out;
+}
+
+// Item 4: a 300-node chain is one box; the picture stays small.
+TEST_F(FerryCompileDot, ALongChainIsOneBox) {
+  Result r = run("--emit dot " + shellQuote(write("chain.fy", chain(300))));
+  ASSERT_EQ(r.exit, 0) << r.err;
+  // v0 .. v298 are one box (the output v299 stays a node of its own).
+  const std::vector<std::string> boxes = drawn(r.out, "shape=box3d");
+  ASSERT_EQ(boxes.size(), 1u) << r.out;
+  EXPECT_TRUE(contains(boxes[0], "label=\"299 nodes: relu, neg, exp, ...\\n(%v0 .. %v298)\\n"
+                                 "f32[4,8]\""))
+      << boxes[0];
+  EXPECT_TRUE(contains(boxes[0], "tooltip=\"299 nodes, drawn as one box: %v0, %v1, ")) << boxes[0];
+  EXPECT_EQ(drawn(r.out, "shape=box,").size(), 1u) << r.out;  // %v299
+  EXPECT_LT(r.out.size(), 5000u);
+  EXPECT_TRUE(
+      contains(r.out, "legend_chain [shape=box3d, label=\"more than 16 nodes\\nin a chain\"]"))
+      << r.out;
+  // The text dump still has every node.
+  EXPECT_EQ(count(run(shellQuote(path("chain.fy"))).out, " = relu(") +
+                count(run(shellQuote(path("chain.fy"))).out, " = neg("),
+            150u);
+}
+
+// Item 4: the threshold, and what breaks a chain: a pinned node (a cast, a transfer, an inserted,
+// rejected or output node too, by the same rule).
+TEST_F(FerryCompileDot, OnlyChainsOfMoreThanSixteenNodesAreCollapsed) {
+  // 16 nodes before the output: drawn one by one.
+  Result sixteen = run("--emit dot " + shellQuote(write("a.fy", chain(17))));
+  ASSERT_EQ(sixteen.exit, 0) << sixteen.err;
+  EXPECT_EQ(drawn(sixteen.out, "shape=box3d").size(), 0u);
+  Result seventeen = run("--emit dot " + shellQuote(write("b.fy", chain(18))));
+  ASSERT_EQ(seventeen.exit, 0) << seventeen.err;
+  EXPECT_EQ(drawn(seventeen.out, "shape=box3d").size(), 1u);
+  // A pin at node 20 of 60: 20 nodes before it, 38 after it (the output, v59, not counted).
+  Result pinned = run("--emit dot " + shellQuote(write("c.fy", chain(60, 20))));
+  ASSERT_EQ(pinned.exit, 0) << pinned.err;
+  const std::vector<std::string> boxes = drawn(pinned.out, "shape=box3d");
+  ASSERT_EQ(boxes.size(), 2u) << pinned.out;
+  EXPECT_TRUE(contains(boxes[0], "20 nodes: ")) << boxes[0];
+  EXPECT_TRUE(contains(boxes[1], "38 nodes: ")) << boxes[1];
+  EXPECT_EQ(drawn(pinned.out, "label=\"%v20 = relu\\nf32[4,8] pinned @cpu\"").size(), 1u);
+}
+
+// Item 4: a 200-character name is cut in labels, whole in the tooltip.
+TEST_F(FerryCompileDot, LongNamesAreCutInLabels) {
+  const std::string name = "layer_" + std::string(188, 'n') + "_final";
+  ASSERT_EQ(name.size(), 200u);
+  Result r = run("--emit dot " + shellQuote(write("long.fy", chain(8, 5, name))));
+  ASSERT_EQ(r.exit, 0) << r.err;
+  const std::string shortened = "layer_nnnnnnnnnnnnnn...nnn_final";  // its first 20 and last 9
+  const std::vector<std::string> node = drawn(r.out, "label=\"%" + shortened + " = neg");
+  ASSERT_EQ(node.size(), 1u) << r.out;
+  EXPECT_TRUE(contains(node[0], "tooltip=\"%" + name + ": ")) << node[0];
+  // Only tooltips carry the whole name.
+  for (const std::string &line : drawn(r.out, name))
+    EXPECT_TRUE(contains(line, "tooltip=\"%" + name) || contains(line, "from %" + name)) << line;
+}
+
+// Item 13: the legend shows every kind of node the picture draws.
+TEST_F(FerryCompileDot, TheLegendHasEveryKind) {
+  Result r = run("--emit dot " + shellQuote(write("three.fy", kThreeUsers)) +
+                 " --devices cpu,cpu:1 --placement auto");
+  ASSERT_EQ(r.exit, 0) << r.err;
+  for (const char *item :
+       {"legend_in [shape=invhouse, label=\"input\"]",
+        "legend_param [shape=cylinder, label=\"param\"]", "legend_op [shape=box, label=\"op\"]",
+        "legend_cast [shape=hexagon, color=\"#b8860b\", penwidth=1.5, "
+        "label=\"cast\"]",
+        "legend_inserted [shape=box, style=\"filled,dashed\", label=\"inserted\"]",
+        "legend_rejected [shape=box, style=\"filled,bold\", color=red, "
+        "fontcolor=red, penwidth=2, label=\"rejected\"]",
+        "legend_a -> legend_b [label=\"transfer\", style=bold", "label=\"@cpu\"",
+        "label=\"@cpu:1\""})
+    EXPECT_TRUE(contains(r.out, item)) << item << " missing from:\n" << r.out;
+  EXPECT_FALSE(contains(r.out, "legend_chain")) << "no long chain here";
+}
+
+}  // namespace
+}  // namespace ferry

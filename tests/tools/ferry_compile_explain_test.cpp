@@ -1,0 +1,143 @@
+// tests/tools/ferry_compile_explain_test.cpp — ferry-compile --explain beyond the basics: values of
+// a rejected model, the budget changes that would compile a plan its budgets reject, the budget
+// diagnostics' wording, and stderr as one JSON document under --diagnostics json.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "json_test_util.h"
+#include "tool_test_util.h"
+
+namespace ferry {
+namespace {
+
+using namespace tooltest;
+
+// An input on cpu and a weight pinned to cpu:1: strict rejects the linear, auto inserts one
+// transfer (host to host, 128 bytes).
+constexpr const char *kTwoDevices = R"(graph two {
+  input %x : f32[4,8] @cpu
+  param %w : f32[16,8] @cpu:1 = randn(seed=1)
+  %h = linear(%x, %w)
+  %y = relu(%h)
+  output %y
+}
+)";
+
+// f16 and f32 operands: promote inserts one cast.
+constexpr const char *kMixedDTypes = R"(graph mixed {
+  input %x : f16[4,8] @cpu
+  param %w : f32[3,8] = randn(seed=3)
+  %y = linear(%x, %w)
+  output %y
+}
+)";
+
+class FerryCompileExplain : public ToolTest {
+ protected:
+  Result run(const std::string &args) { return runTool(FERRY_COMPILE, args); }
+};
+
+// Item 9: --explain %V on a rejected model explains V as the failing pass placed it.
+TEST_F(FerryCompileExplain, ExplainsTheValuesOfARejectedModel) {
+  const std::string model = write("two.fy", kTwoDevices);
+  Result r = run("--devices cpu,cpu:1 --explain %h,%x " + shellQuote(model));
+  EXPECT_EQ(r.exit, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(contains(r.err, "error: operands of 'linear' (%h) are on different devices"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "explain: the model is rejected; its values as the pass 'placement' "
+                              "left them:\n%h : f32[4,16] @cpu:1\n  device: inherited from %w (" +
+                                  model + ":3:9) <- param 'w', pinned at " + model + ":3:9\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "%x : f32[4,8] @cpu\n  device: input 'x', declared at " + model))
+      << r.err;
+  // A name the rejected graph does not have is still a usage error.
+  Result unknown = run("--devices cpu,cpu:1 --explain %nope " + shellQuote(model));
+  EXPECT_EQ(unknown.exit, 2);
+  EXPECT_EQ(unknown.out, "");
+  EXPECT_EQ(count(unknown.err, "\n"), 1u) << unknown.err;
+  // A model that does not parse has no values: said, not ignored.
+  Result broken = run("--explain %h " + shellQuote(write("bad.fy", "graph bad {\n  %h = \n}\n")));
+  EXPECT_EQ(broken.exit, 1);
+  EXPECT_TRUE(contains(broken.err, "explain: the model does not parse or type-check, which no "
+                                   "option changes, and it has no values to explain yet"))
+      << broken.err;
+}
+
+// Item 10: a plan only its budgets reject comes with the budget flags that let it pass.
+TEST_F(FerryCompileExplain, BudgetRejectionsSuggestTheBudgetThatCompiles) {
+  const std::string mixed = shellQuote(write("mixed.fy", kMixedDTypes));
+  Result casts = run("--dtype promote --max-casts 0 --explain " + mixed);
+  EXPECT_EQ(casts.exit, 1);
+  EXPECT_TRUE(contains(casts.err, "error: 1 cast is left in the graph, over the budget of 0 "
+                                  "(--max-casts) [budget]\n"))
+      << casts.err;
+  EXPECT_TRUE(contains(casts.err, "  fix: give params and inputs the dtypes the ops compute in, "
+                                  "or raise --max-casts to 1\n"))
+      << casts.err;
+  EXPECT_TRUE(contains(casts.err, "explain: the model as written is rejected under these options, "
+                                  "but it\n  compiles with --max-casts 1: 0 transfers (0 bytes "
+                                  "per run), 1 cast\n"))
+      << casts.err;
+  EXPECT_FALSE(contains(casts.err, "no change of policy")) << casts.err;
+
+  const std::string two = shellQuote(write("two.fy", kTwoDevices));
+  Result direction =
+      run("--devices cpu,cpu:1 --placement auto --transfers h2h=error --explain " + two);
+  EXPECT_EQ(direction.exit, 1);
+  EXPECT_TRUE(contains(direction.err, "  compiles with --transfers h2h=warn: 1 transfer (128 bytes "
+                                      "per run), 0 casts\n"))
+      << direction.err;
+  Result bytes =
+      run("--devices cpu,cpu:1 --placement auto --max-transfer-bytes 100 --explain " + two);
+  EXPECT_EQ(bytes.exit, 1);
+  EXPECT_TRUE(contains(bytes.err, "transfers move 128 bytes per run, over the budget of 100 "
+                                  "(--max-transfer-bytes)"))
+      << bytes.err;
+  EXPECT_TRUE(contains(bytes.err, "raise --max-transfer-bytes to 128")) << bytes.err;
+  EXPECT_TRUE(contains(bytes.err, "  compiles with --max-transfer-bytes 128: 1 transfer"))
+      << bytes.err;
+  // Strict placement needs --placement auto first, and that plan then needs the budget too.
+  Result both = run("--devices cpu,cpu:1 --transfers h2h=error --explain " + two);
+  EXPECT_EQ(both.exit, 1);
+  EXPECT_TRUE(contains(both.err, "  compiles with --placement auto and --transfers h2h=warn: 1 "
+                                 "transfer (128 bytes per run), 0 casts\n"))
+      << both.err;
+}
+
+// Item 11: under --diagnostics json stderr is one JSON array, whatever else was asked for.
+TEST_F(FerryCompileExplain, UnderDiagnosticsJsonStderrIsOneJsonDocument) {
+  const std::string two = shellQuote(write("two.fy", kTwoDevices));
+  auto stderrJson = [&](const std::string &args, int exit) {
+    SCOPED_TRACE(args);
+    Result r = run("--diagnostics json " + args);
+    EXPECT_EQ(r.exit, exit) << r.err;
+    return parseJson(r.err);
+  };
+  auto codes = [](const Json &all) {
+    std::string s;
+    for (const Json &d : all.items) s += (s.empty() ? "" : ",") + d["code"].text;
+    return s;
+  };
+  // A compile with --explain, --stats and files written: every part an entry of its own.
+  const Json ok = stderrJson("--devices cpu,cpu:1 --placement auto --stats --explain %h,%x "
+                             "--emit text,dot --emit-dir " +
+                                 shellQuote(path("out")) + " " + two,
+                             0);
+  EXPECT_EQ(codes(ok), "stats,explain,explain,output,output");
+  EXPECT_TRUE(ok.items[1]["message"].text.starts_with("%h : f32[4,16] @cpu:1\n  device: "))
+      << ok.items[1]["message"].text;
+  EXPECT_EQ(ok.items[1]["severity"].text, "note");
+  EXPECT_EQ(ok.items[3]["message"].text, "wrote text to " + path("out") + "/two.fy");
+  // A rejection and its explanation; a usage error; a parse error of the command line; nothing to
+  // say.
+  EXPECT_EQ(codes(stderrJson("--devices cpu,cpu:1 --explain " + two, 1)), "device,explain");
+  EXPECT_EQ(codes(stderrJson("--explain %nope " + two, 2)), "usage");
+  EXPECT_EQ(codes(stderrJson("--emit png " + two, 2)), "usage");
+  EXPECT_EQ(stderrJson("--devices cpu,cpu:1 --placement auto --emit none " + two, 0).items.size(),
+            0u);
+}
+
+}  // namespace
+}  // namespace ferry

@@ -1,0 +1,39 @@
+// tools/ferry-compile/device_totals.cpp — per-device totals of a compiled graph.
+#include "tools/ferry-compile/device_totals.h"
+
+#include <vector>
+
+#include "runtime/executable.h"
+
+namespace ferry {
+
+std::map<Device, DeviceTotals> deviceTotals(const CompileResult &result,
+                                            const CompileOptions &options) {
+  const Graph &g = result.graph;
+  std::map<Device, DeviceTotals> per;
+  for (const ParamDecl &p : g.params())
+    if (const std::optional<Device> &d = g.value(p.value).device)
+      per[*d].weightBytes += static_cast<double>(g.value(p.value).type.byteSize());
+  std::vector<TensorType> types;
+  for (NodeId id : g.order()) {
+    const Node &n = g.node(id);
+    const Value &r = g.value(n.result);
+    if (n.op == OpKind::Transfer || !r.device) continue;
+    types.clear();
+    for (ValueId o : n.operands) types.push_back(g.value(o).type);
+    const OpCost c = opCost(n.info(), types, n.attrs, r.type);
+    DeviceTotals &t = per[*r.device];
+    ++t.nodes;
+    t.flops += c.flops;
+    t.bytes += c.bytes;
+  }
+  // The workspaces of the plan the runtime would run: only a whole, accepted compile lowers.
+  if (result.ok() && options.stopAfter.empty()) {
+    Expected<Executable> exe = lower(g, options);
+    if (exe.ok())
+      for (const Workspace &w : exe->workspaces) per[w.device].workspaceBytes = w.bytes;
+  }
+  return per;
+}
+
+}  // namespace ferry

@@ -1,0 +1,27 @@
+// tools/ferry-compile/device_totals.h — what each device does in one run of a compiled graph:
+// nodes, FLOPs, bytes, weights and peak workspace. The text dump's summary and the manifest's
+// `statistics.devices` both read it.
+#pragma once
+
+#include <map>
+#include <optional>
+
+#include "passes/compile.h"
+
+namespace ferry {
+
+struct DeviceTotals {
+  int nodes = 0;           ///< nodes computing on it; transfers are copies, not counted
+  double flops = 0;        ///< the op table's estimates (ir/ops.def), per run
+  double bytes = 0;        ///< read and written by those nodes, per run
+  double weightBytes = 0;  ///< params placed on it
+  /// Peak bytes of its arena in one run, as the runtime plans it (lower()); unknown when the
+  /// graph cannot be lowered (the pipeline stopped early, or the compile was rejected).
+  std::optional<size_t> workspaceBytes;
+};
+
+/// The totals of every device that holds a node, a param or a workspace, in Device order.
+std::map<Device, DeviceTotals> deviceTotals(const CompileResult &result,
+                                            const CompileOptions &options);
+
+}  // namespace ferry

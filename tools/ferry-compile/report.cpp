@@ -1,0 +1,177 @@
+// tools/ferry-compile/report.cpp — ferry-compile's stderr: diagnostics capped and escaped, the
+// informational texts after them, text or one JSON array.
+#include "tools/ferry-compile/report.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "ir/json.h"
+
+namespace ferry {
+
+namespace {
+
+// The length of the valid UTF-8 sequence at s[i] (2 to 4), or 0 when there is none.
+size_t utf8Length(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  size_t n = c >= 0xC2 && c <= 0xDF   ? 2
+             : c >= 0xE0 && c <= 0xEF ? 3
+             : c >= 0xF0 && c <= 0xF4 ? 4
+                                      : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  // Overlong three-byte forms, surrogates, and code points past U+10FFFF.
+  if ((c == 0xE0 && byte(i + 1) < 0xA0) || (c == 0xED && byte(i + 1) > 0x9F) ||
+      (c == 0xF0 && byte(i + 1) < 0x90) || (c == 0xF4 && byte(i + 1) > 0x8F))
+    return 0;
+  return n;
+}
+
+std::string hexByte(unsigned char c) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\x%02x", c);
+  return buf;
+}
+
+// `s` with invalid UTF-8 written as `\xNN` (JSON escapes control bytes itself).
+std::string validUtf8(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      out += s[i];
+    } else if (size_t n = utf8Length(s, i); n > 0) {
+      out.append(s.substr(i, n));
+      i += n - 1;
+    } else {
+      out += hexByte(c);
+    }
+  }
+  return out;
+}
+
+// Line `loc.line` of the file `loc` names, when it can be read.
+std::optional<std::string> sourceLine(const Location &loc) {
+  if (!loc.known() || loc.file.empty()) return std::nullopt;
+  std::ifstream in(loc.file.str(), std::ios::binary);
+  std::string line;
+  for (int i = 0; in && i < loc.line; ++i) std::getline(in, line);
+  if (!in) return std::nullopt;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
+
+// The quoted source line and the caret under the column, as renderText draws them, escaped and
+// cut after kMaxSnippetBytes.
+std::string snippet(const Location &loc) {
+  std::optional<std::string> line = sourceLine(loc);
+  if (!line) return "";
+  const bool cut = line->size() > kMaxSnippetBytes;
+  const std::string shown = line->substr(0, kMaxSnippetBytes);
+  std::string out = "  " + printable(shown) + (cut ? "..." : "") + "\n";
+  if (loc.col > 0 && static_cast<size_t>(loc.col) <= shown.size() + (cut ? 0 : 1)) {
+    // One space per character before the column (a tab stays a tab), counted in the escaped
+    // text: a UTF-8 character is one column, an escaped byte four.
+    std::string pad;
+    for (char c : printable(shown.substr(0, static_cast<size_t>(loc.col) - 1)))
+      if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) pad += c == '\t' ? '\t' : ' ';
+    out += "  " + pad + "^\n";
+  }
+  return out;
+}
+
+// A diagnostic as clang-style text: renderText's lines with the source line quoted after the
+// first, everything escaped.
+std::string renderDiagnostic(const Diagnostic &d) {
+  const std::string text = renderText(d, RenderOptions{.snippet = false});
+  const size_t first = text.find('\n') + 1;
+  return printable(text.substr(0, first)) + snippet(d.loc) + printable(text.substr(first));
+}
+
+Diagnostic jsonSafe(Diagnostic d) {
+  d.message = validUtf8(d.message);
+  for (Note &n : d.notes) n.message = validUtf8(n.message);
+  for (std::string &f : d.fixes) f = validUtf8(f);
+  return d;
+}
+
+}  // namespace
+
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7F)) {
+      out += s[i];
+    } else if (size_t n = c >= 0x80 ? utf8Length(s, i) : 0; n > 0) {
+      out.append(s.substr(i, n));
+      i += n - 1;
+    } else {
+      out += hexByte(c);
+    }
+  }
+  return out;
+}
+
+void Report::diagnostics(std::span<const Diagnostic> ds) {
+  for (const Diagnostic &d : ds) {
+    if (errorsShown_ >= kMaxErrorsShown) {
+      ++hidden_;
+      continue;
+    }
+    errorsShown_ += d.severity == Severity::Error;
+    entries_.push_back({d, false});
+  }
+}
+
+void Report::info(std::string code, std::string text) {
+  entries_.push_back(
+      {Diagnostic{Severity::Note, std::move(code), {}, std::move(text), {}, {}}, true});
+}
+
+void Report::flush() {
+  if (written_) return;
+  written_ = true;
+  if (hidden_ > 0)
+    info("limit", "ferry-compile: " + std::to_string(hidden_) +
+                      (hidden_ == 1 ? " more diagnostic" : " more diagnostics") +
+                      " not shown (only the first " + std::to_string(kMaxErrorsShown) +
+                      " errors are)\n");
+  if (format_ == Format::Json) {
+    std::vector<Diagnostic> all;
+    for (const Entry &e : entries_) {
+      all.push_back(jsonSafe(e.diagnostic));
+      if (!e.info) continue;
+      // The text without its final newline and the program name it starts with in text form.
+      std::string &m = all.back().message;
+      while (!m.empty() && m.back() == '\n') m.pop_back();
+      if (m.starts_with("ferry-compile: ")) m.erase(0, 15);
+    }
+    std::cerr << renderJson(all) << "\n";
+  } else {
+    std::string text;
+    for (const Entry &e : entries_)
+      text += e.info ? e.diagnostic.message : renderDiagnostic(e.diagnostic);
+    std::cerr << text;
+  }
+  std::cerr.flush();
+}
+
+int Report::usage(const std::string &message, const std::string &code) {
+  written_ = true;  // what was collected is dropped
+  if (format_ == Format::Json)
+    std::cerr << renderJson(std::vector<Diagnostic>{
+                     Diagnostic{Severity::Error, code, {}, validUtf8(message), {}, {}}})
+              << "\n";
+  else
+    std::cerr << "ferry-compile: error: " << printable(message) << "\n";
+  std::cerr.flush();
+  return 2;
+}
+
+}  // namespace ferry

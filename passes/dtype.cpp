@@ -50,7 +50,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ir/large_vector.h"
 #include "ir/printer.h"
 #include "passes/pass.h"
 
@@ -454,8 +453,8 @@ class DTypePass {
   PassContext &ctx_;
   DTypePolicy policy_;
   size_t firstNew_;                  // values from this id on were made by this run
-  LargeVector<uint8_t> flags_;       // per original value: kRetyped, kPoisoned
-  LargeVector<int32_t> position_;    // per node: its index in the order (casts: their anchor's)
+  std::vector<uint8_t> flags_;       // per original value: kRetyped, kPoisoned
+  std::vector<int32_t> position_;    // per node: its index in the order (casts: their anchor's)
   std::vector<DType> outputDTypes_;  // per output: its dtype before the pass
   std::unordered_map<uint64_t, ValueId> casts_;       // (value, dtype, device) -> cast; lookup only
   std::vector<std::pair<int32_t, NodeId>> pending_;   // casts and the index they follow (-1: top)

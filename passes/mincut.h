@@ -6,8 +6,6 @@
 #include <limits>
 #include <vector>
 
-#include "ir/large_vector.h"
-
 namespace ferry {
 
 /// A flow network with double capacities. Vertices are 0..vertexCount()-1; add edges and
@@ -63,22 +61,22 @@ class MinCut {
     int32_t from, to;
     double capacity;
   };
-  LargeVector<Edge> edges_;  // as added; arcs are built from them by solve()
+  std::vector<Edge> edges_;  // as added; arcs are built from them by solve()
   // Per vertex: source -> v and v -> sink capacities as added; solve() turns them into one
   // residual, terminal_[v] (> 0: from the source, < 0: to the sink).
-  LargeVector<double> fromSource_, toSink_, terminal_;
+  std::vector<double> fromSource_, toSink_, terminal_;
   // Arcs of vertex v: arc_[first_[v] .. first_[v+1]); arc `rev` is its reverse, in `to`'s list.
   struct Arc {
     int32_t to, rev;
     double residual;
   };
-  LargeVector<int32_t> first_;
-  LargeVector<Arc> arc_;
-  LargeVector<int32_t> sources_;  // vertices the source has residual capacity to
-  LargeVector<int32_t> level_, next_, queue_, path_, pathVertex_;
+  std::vector<int32_t> first_;
+  std::vector<Arc> arc_;
+  std::vector<int32_t> sources_;  // vertices the source has residual capacity to
+  std::vector<int32_t> level_, next_, queue_, path_, pathVertex_;
   int32_t sinkLevel_ =
       0;  // in the current phase: one more than the nearest vertex with sink capacity
-  LargeVector<uint8_t> sourceSide_;
+  std::vector<uint8_t> sourceSide_;
 };
 
 }  // namespace ferry

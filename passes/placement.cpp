@@ -91,7 +91,7 @@ void Placer::buildUsers() {
   size_t n = graph.valueCount();
   userStart.assign(n + 1, 0);
   // A node reading a value twice is one user: its operands are scanned together.
-  LargeVector<NodeId> last(n, -1);
+  std::vector<NodeId> last(n, -1);
   auto each = [&](auto &&add) {
     for (NodeId id : graph.order()) {
       const Node &node = graph.node(id);
@@ -108,7 +108,7 @@ void Placer::buildUsers() {
   each([&](ValueId v, int32_t) { ++userStart[v + 1]; });
   for (size_t v = 0; v < n; ++v) userStart[v + 1] += userStart[v];
   userList.resize(static_cast<size_t>(userStart[n]));
-  LargeVector<int32_t> fill(userStart.begin(), userStart.end() - 1);
+  std::vector<int32_t> fill(userStart.begin(), userStart.end() - 1);
   std::fill(last.begin(), last.end(), -1);
   each([&](ValueId v, int32_t user) { userList[fill[v]++] = user; });
 }
@@ -293,7 +293,7 @@ std::string deviceSuffix(Device d) {
 void insertTransfers(Placer &p) {
   Graph &g = p.graph;
   std::vector<NodeId> order(g.order().begin(), g.order().end());
-  LargeVector<int32_t> position(g.nodeCount(), -1);
+  std::vector<int32_t> position(g.nodeCount(), -1);
   for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int32_t>(i);
 
   struct Copy {
@@ -303,7 +303,7 @@ void insertTransfers(Placer &p) {
     int32_t position;  // -1: inserted now (right after the producer, before every consumer)
     int32_t next;      // the next copy of the same value, or -1
   };
-  LargeVector<int32_t> firstCopy(g.valueCount(), -1);
+  std::vector<int32_t> firstCopy(g.valueCount(), -1);
   std::vector<Copy> copies;
   for (NodeId id : order) {
     const Node &n = g.node(id);

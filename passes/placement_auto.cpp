@@ -25,7 +25,6 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "ir/large_vector.h"
 #include "passes/mincut.h"
 #include "passes/placement_impl.h"
 
@@ -403,20 +402,20 @@ class AutoPlacer {
   Placer &p_;
   Graph &g_;
   size_t k_;
-  LargeVector<ValueId> free_;       // free values: unpinned params, then unpinned nodes in order
-  LargeVector<int32_t> costRow_;    // per value: its row in cost_ (free nodes), else -1
-  LargeVector<double> cost_;        // per free node and device: compute seconds (kInf: no kernel)
-  LargeVector<uint8_t> sourceRow_;  // per row of cost_: the node is a constant (costs nothing)
-  LargeVector<ValueId> used_;       // values that some node or pinned output reads
-  LargeVector<std::pair<ValueId, ValueId>> followers_;  // (value, the result of its one reader)
-  LargeVector<uint8_t> follows_;                        // per value: in followers_
-  LargeVector<double> bytes_;                           // per used value: its size
+  std::vector<ValueId> free_;       // free values: unpinned params, then unpinned nodes in order
+  std::vector<int32_t> costRow_;    // per value: its row in cost_ (free nodes), else -1
+  std::vector<double> cost_;        // per free node and device: compute seconds (kInf: no kernel)
+  std::vector<uint8_t> sourceRow_;  // per row of cost_: the node is a constant (costs nothing)
+  std::vector<ValueId> used_;       // values that some node or pinned output reads
+  std::vector<std::pair<ValueId, ValueId>> followers_;  // (value, the result of its one reader)
+  std::vector<uint8_t> follows_;                        // per value: in followers_
+  std::vector<double> bytes_;                           // per used value: its size
   double energy_ = 0;
   std::vector<ValueId> mark_;
 
   Label alpha_ = 0;
   MinCut cut_;
-  LargeVector<int32_t> vertex_;  // per value: its cut vertex during a move, or -1
+  std::vector<int32_t> vertex_;  // per value: its cut vertex during a move, or -1
   std::vector<int32_t> movers_;
   std::vector<std::vector<int32_t>> stayers_;  // per device: movable users now on it
   std::vector<uint8_t> fixedOn_;               // per device: a fixed user is on it

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "ir/large_vector.h"
 #include "passes/pass.h"
 
 namespace ferry::placement {
@@ -34,9 +33,9 @@ class Placer {
   Label cpu = kNone;     ///< Device::cpu() when available: where unsupported ops fall back to
 
   /// Per value: its device label (kNone until decided). Value::device follows via place().
-  LargeVector<Label> label;
+  std::vector<Label> label;
   /// Per node: its pin (a transfer's `to` counts as one), or kNone.
-  LargeVector<Label> pin;
+  std::vector<Label> pin;
   /// Per output: its pin, or kNone.
   std::vector<Label> outputPin;
 
@@ -44,7 +43,7 @@ class Placer {
   /// pinned outputs of it (encoded as ~outputIndex, i.e. negative); see users(). Results rather
   /// than node ids: the hot loops look up the user's label, which is per value, without reading
   /// the node. Built by buildUsers().
-  LargeVector<int32_t> userStart, userList;
+  std::vector<int32_t> userStart, userList;
 
   /// Transfers an earlier run inserted, taken out of the order so that the graph is placed as
   /// if for the first time, and put back where the same copy is needed again.
@@ -54,7 +53,7 @@ class Placer {
     int32_t next;  ///< the next removed copy of the same value, or -1
   };
   std::vector<Removed> removed;
-  LargeVector<int32_t> firstRemoved;  ///< per value, or -1; empty when nothing was removed
+  std::vector<int32_t> firstRemoved;  ///< per value, or -1; empty when nothing was removed
 
   Label labelOf(Device d);
   /// Sets `v`'s device and reason.

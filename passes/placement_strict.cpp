@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <array>
 
-#include "ir/large_vector.h"
 #include "passes/explain.h"
 #include "passes/placement_impl.h"
 
@@ -71,11 +70,11 @@ ValueId strongest(const Placer &p, const Node &n, const std::vector<Strength> &s
 // What the phases share: the values left undecided by 1 (params first, then nodes in order),
 // the first user of each, and the nodes 3 must look at.
 struct Strict {
-  LargeVector<uint8_t> open;      // per value: undecided after 1
-  LargeVector<ValueId> openList;  // the undecided values, in order
+  std::vector<uint8_t> open;      // per value: undecided after 1
+  std::vector<ValueId> openList;  // the undecided values, in order
   // Per value: the first node reading it (transfers aside), or ~(2 + i) for output i when only
   // pinned outputs read it, or -1.
-  LargeVector<int32_t> firstUser;
+  std::vector<int32_t> firstUser;
   std::vector<NodeId> suspects;  // nodes with an undecided or disagreeing operand, in order
 };
 
@@ -200,7 +199,7 @@ void reportConflict(Placer &p, const Node &n) {
 }
 
 // 5. sources: see the overview.
-void settleSources(Placer &p, const LargeVector<uint8_t> &open) {
+void settleSources(Placer &p, const std::vector<uint8_t> &open) {
   Graph &g = p.graph;
   p.buildUsers();
   auto settle = [&](ValueId v, const Node *n) {
@@ -236,7 +235,7 @@ void settleSources(Placer &p, const LargeVector<uint8_t> &open) {
 void placeStrict(Placer &p) {
   Graph &g = p.graph;
   Strict s{
-      LargeVector<uint8_t>(g.valueCount(), 0), {}, LargeVector<int32_t>(g.valueCount(), -1), {}};
+      std::vector<uint8_t>(g.valueCount(), 0), {}, std::vector<int32_t>(g.valueCount(), -1), {}};
   forward(p, s);
   backward(p, s);
   for (NodeId id : s.suspects) {

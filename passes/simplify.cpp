@@ -58,7 +58,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ir/large_vector.h"
 #include "passes/cse_impl.h"
 #include "passes/pass.h"
 
@@ -776,11 +775,11 @@ class Simplifier {
 
   Graph &g_;
   PassContext &ctx_;
-  LargeVector<ValueId> repl_;     // per value: what replaced it this sweep, or -1
-  LargeVector<int32_t> uses_;     // per value: operand slots and outputs reading it
-  LargeVector<int32_t> outputs_;  // per value: output slots reading it
-  LargeVector<uint8_t> fresh_;    // per value: made by this pass
-  LargeVector<uint8_t> dead_;     // per node
+  std::vector<ValueId> repl_;     // per value: what replaced it this sweep, or -1
+  std::vector<int32_t> uses_;     // per value: operand slots and outputs reading it
+  std::vector<int32_t> outputs_;  // per value: output slots reading it
+  std::vector<uint8_t> fresh_;    // per value: made by this pass
+  std::vector<uint8_t> dead_;     // per node
   std::vector<uint8_t> folds_;    // per node: a constant made by folding
   cse::NodeTable cse_;
   std::vector<NodeId> killStack_;
@@ -790,8 +789,8 @@ class Simplifier {
   std::unordered_map<ValueId, Unfolded> inPlace_;    // params folded in place: what they were
   std::unordered_set<ValueId> copied_;  // params folded into new ones: never folded in place
   std::unordered_map<const char *, SharedText> foldTexts_;  // inPlaceReason()'s, per cast reason
-  LargeVector<uint8_t> watched_;                            // per value: see declined()
-  LargeVector<NodeId> alone_;  // per value: a node visited this sweep that alone reads it (CSE)
+  std::vector<uint8_t> watched_;                            // per value: see declined()
+  std::vector<NodeId> alone_;  // per value: a node visited this sweep that alone reads it (CSE)
   bool again_ = false, paramUnused_ = false;
 };
 

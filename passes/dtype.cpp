@@ -50,6 +50,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/id_map.h"
 #include "ir/printer.h"
 #include "passes/pass.h"
 
@@ -328,8 +329,8 @@ class DTypePass {
     if (device)
       key |= uint64_t{1} << 23 | static_cast<uint64_t>(device->kind) << 16 |
              static_cast<uint64_t>(device->index);
-    auto [it, fresh] = casts_.try_emplace(key, -1);
-    if (!fresh) return it->second;
+    auto [cast, fresh] = casts_.tryEmplace(key, -1);
+    if (!fresh) return cast;
 
     const OpInfo &castOp = opInfo(OpKind::Cast);
     Attrs attrs(castOp.attrs.size());
@@ -349,7 +350,7 @@ class DTypePass {
     g_.deviceReason(r.id) = Reason{Reason::Kind::Inserted, v, loc, {}};
     g_.dtypeReason(r.id) = Reason{Reason::Kind::Rule, v, std::move(loc), detail};
     ++ctx_.stats.castsInserted;
-    it->second = r.id;
+    cast = r.id;  // nothing was inserted into casts_ since tryEmplace: the reference holds
     return r.id;
   }
 
@@ -456,7 +457,7 @@ class DTypePass {
   std::vector<uint8_t> flags_;       // per original value: kRetyped, kPoisoned
   std::vector<int32_t> position_;    // per node: its index in the order (casts: their anchor's)
   std::vector<DType> outputDTypes_;  // per output: its dtype before the pass
-  std::unordered_map<uint64_t, ValueId> casts_;       // (value, dtype, device) -> cast; lookup only
+  IdMap casts_;                      // (value, dtype, device) -> cast
   std::vector<std::pair<int32_t, NodeId>> pending_;   // casts and the index they follow (-1: top)
   std::unordered_set<ValueId> renamed_;               // output casts that took an output's name
   std::unordered_map<uint64_t, SharedText> details_;  // describe()'s texts; lookup only

@@ -60,7 +60,10 @@ void MinCut::buildArcs(int32_t source, int32_t sink) {
   }
   edges_.resize(kept);
   for (size_t v = 0; v < n; ++v) first_[v + 1] += first_[v];
-  arc_.resize(static_cast<size_t>(first_[n]));
+  if (const auto arcs = static_cast<size_t>(first_[n]); arcs > arcCapacity_) {
+    arc_.reset(new Arc[arcs]);  // default-initialised: not zeroed
+    arcCapacity_ = arcs;
+  }
   next_.assign(first_.begin(), first_.end() - 1);
   for (const Edge &e : edges_) {
     const int32_t i = next_[static_cast<size_t>(e.from)]++, j = next_[static_cast<size_t>(e.to)]++;

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 namespace ferry {
@@ -71,7 +72,9 @@ class MinCut {
     double residual;
   };
   std::vector<int32_t> first_;
-  std::vector<Arc> arc_;
+  // Every arc is written by buildArcs(): storage without a vector's zeroing pass over it.
+  std::unique_ptr<Arc[]> arc_;
+  size_t arcCapacity_ = 0;
   std::vector<int32_t> sources_;  // vertices the source has residual capacity to
   std::vector<int32_t> level_, next_, queue_, path_, pathVertex_;
   int32_t sinkLevel_ =

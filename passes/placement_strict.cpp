@@ -30,6 +30,7 @@ namespace ferry::placement {
 namespace {
 
 using Kind = Reason::Kind;
+constexpr size_t kPrefetchAhead = 12;  // values: see Graph::prefetch
 
 // How strongly the user placed the model on each device: the pins naming it (params and nodes),
 // then the bytes of the params pinned there. A node whose operands disagree goes to the
@@ -84,7 +85,11 @@ void forward(Placer &p, Strict &s) {
   const std::vector<Strength> strength = strengths(p);
   for (const ParamDecl &pr : g.params())
     if (!pr.pin) s.open[pr.value] = 1, s.openList.push_back(pr.value);
-  for (NodeId id : g.order()) {
+  const auto order = g.order();
+  for (size_t i = 0; i < order.size(); ++i) {
+    // Every result is written, a cache miss each on a large graph: ask for a later one now.
+    if (i + kPrefetchAhead < order.size()) g.prefetch(g.node(order[i + kPrefetchAhead]).result);
+    const NodeId id = order[i];
     const Node &n = g.node(id);
     if (n.op == OpKind::Transfer) {
       p.placeTransfer(n);
@@ -129,6 +134,7 @@ void backward(Placer &p, Strict &s) {
       s.firstUser[v] = ~static_cast<int32_t>(2 + i);
   }
   for (size_t i = s.openList.size(); i-- > 0;) {
+    if (i >= kPrefetchAhead) g.prefetch(s.openList[i - kPrefetchAhead]);
     ValueId v = s.openList[i];
     int32_t u = s.firstUser[v];
     if (u >= 0) {

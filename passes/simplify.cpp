@@ -58,6 +58,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/id_map.h"
 #include "passes/cse_impl.h"
 #include "passes/pass.h"
 
@@ -126,7 +127,7 @@ class Simplifier {
     // Folded constants are new nodes: they count as folded, not among the input's others.
     const Counts after = count([&](NodeId id) { return id < nodesBefore; });
     int folded = after.folded;
-    if (!foldMemo_.empty() || !inPlace_.empty())
+    if (!foldMemo_.empty() || !unfolded_.empty())
       for (const ParamDecl &p : g_.params()) folded += foldedParam(p.value);
     // No rule adds a transfer, nor a cast beyond the casts it folds.
     FERRY_CHECK(before.casts - after.casts - folded >= 0 && before.transfers >= after.transfers)
@@ -193,7 +194,7 @@ class Simplifier {
     for (auto *a : {&repl_, &uses_, &outputs_, &alone_}) a->reserve(room);
     for (auto *a : {&fresh_, &watched_}) a->reserve(room);
     foldMemo_.reserve(static_cast<size_t>(casts));
-    inPlace_.reserve(static_cast<size_t>(casts));
+    unfolded_.reserve(static_cast<size_t>(casts));
     grow();
     for (NodeId id : g_.order())
       for (ValueId o : g_.node(id).operands) ++uses_[o];
@@ -280,11 +281,16 @@ class Simplifier {
     return outputs_[x] == 0 && (v.kind == ValueKind::Result || fresh_[x]);
   }
 
+  // The index of `v`'s record in unfolded_, or -1 when it was not folded in place.
+  int32_t inPlaceRecord(ValueId v) const {
+    return static_cast<size_t>(v) < inPlaceAt_.size() ? inPlaceAt_[static_cast<size_t>(v)] : -1;
+  }
+
   // A param this pass made by folding, or converted in place.
   bool foldedParam(ValueId v) const {
     return (v < static_cast<ValueId>(fresh_.size()) && fresh_[v] &&
             g_.value(v).kind == ValueKind::Param) ||
-           inPlace_.count(v) != 0;
+           inPlaceRecord(v) >= 0;
   }
 
   // Every reader of `y` (nodes, outputs) reads `x` from now on; y's producer dies.
@@ -612,25 +618,25 @@ class Simplifier {
   Outcome unfold(NodeId id) {
     const Node &n = g_.node(id);
     const ValueId folded = n.operands[0];
-    const auto inPlace = inPlace_.find(folded);
-    const bool restore = inPlace != inPlace_.end();
+    const int32_t record = inPlaceRecord(folded);
+    const bool restore = record >= 0;
+    Unfolded *was = restore ? &unfolded_[static_cast<size_t>(record)] : nullptr;
     const ValueId source = restore ? folded : sourceOf(folded);
-    const DType s = restore ? inPlace->second.dtype : g_.value(source).type.dtype,
+    const DType s = restore ? was->dtype : g_.value(source).type.dtype,
                 t = g_.value(folded).type.dtype;
     const Device to = *g_.value(n.result).device;
     if (dtypeSize(t) <= dtypeSize(s) || !ctx_.options.capabilities.supports(to, OpKind::Cast, t))
       return Outcome::None;
     if (uses_[folded] > 1) return declined(folded);
-    const Reason castDType = restore ? inPlace->second.castWhy : g_.dtypeReason(folded);
+    const Reason castDType = restore ? was->castWhy : g_.dtypeReason(folded);
     if (restore) {  // the param goes back to what it was; its old reader dies in replace() below
-      Unfolded &was = inPlace->second;
       ParamDecl &decl = g_.param(static_cast<size_t>(g_.value(folded).def));
-      decl.data = std::move(was.data);
-      decl.init = std::move(was.init);
-      decl.foldedFrom = was.foldedFrom;
-      g_.value(folded).type.dtype = was.dtype;
-      g_.dtypeReason(folded) = std::move(was.dtypeWhy);
-      inPlace_.erase(inPlace);
+      decl.data = std::move(was->data);
+      decl.init = std::move(was->init);
+      decl.foldedFrom = was->foldedFrom;
+      g_.value(folded).type.dtype = was->dtype;
+      g_.dtypeReason(folded) = std::move(was->dtypeWhy);
+      inPlaceAt_[static_cast<size_t>(folded)] = -1;
     }
     const Location loc = n.loc;
     ValueId moved = make(OpKind::Transfer, source, to, loc, g_.deviceReason(n.result),
@@ -691,7 +697,14 @@ class Simplifier {
     g_.dtypeReason(p) = inPlaceReason(castWhy, loc);
     // Folded again (cast(cast(p))): unfold() undoes the last fold only, back to the dtype the
     // transferred value was cast from.
-    inPlace_.insert_or_assign(p, std::move(was));
+    if (inPlaceAt_.empty()) inPlaceAt_.assign(g_.valueCount(), -1);  // the first fold in place
+    int32_t &at = inPlaceAt_[static_cast<size_t>(p)];
+    if (at < 0) {
+      at = static_cast<int32_t>(unfolded_.size());
+      unfolded_.push_back(std::move(was));
+    } else {
+      unfolded_[static_cast<size_t>(at)] = std::move(was);
+    }
   }
 
   // "promote: f16 + f32 -> f32; folded into the param at compile time": the cast's reason, one
@@ -711,7 +724,7 @@ class Simplifier {
   ValueId foldParam(ValueId p, DType to, const Location &loc, const Reason &castWhy) {
     const uint64_t key =
         static_cast<uint64_t>(static_cast<uint32_t>(p)) << 8 | static_cast<uint8_t>(to);
-    if (auto it = foldMemo_.find(key); it != foldMemo_.end()) return it->second;
+    if (const int32_t *memo = foldMemo_.get(key)) return *memo;
     const ParamDecl &decl = g_.paramOf(p);  // params never move while one is added
     const Value &vp = g_.value(p);
     const Initializer init = convertedInit(decl.init, vp.type.dtype, to);
@@ -728,7 +741,7 @@ class Simplifier {
     g_.dtypeReason(nv.id) = dtypeWhy;
     grow();
     fresh_[v] = 1;
-    foldMemo_.emplace(key, v);
+    foldMemo_.tryEmplace(key, v);
     folded_.emplace_back(v, p);
     copied_.insert(p);
     return v;
@@ -784,9 +797,12 @@ class Simplifier {
   cse::NodeTable cse_;
   std::vector<NodeId> killStack_;
   std::vector<std::pair<NodeId, NodeId>> attached_;  // (anchor node or -1, new node)
-  std::unordered_map<uint64_t, ValueId> foldMemo_;   // (source param, dtype) -> folded param
+  IdMap foldMemo_;                                   // (source param, dtype) -> folded param
   std::vector<std::pair<ValueId, ValueId>> folded_;  // (folded param, its source), ids rising
-  std::unordered_map<ValueId, Unfolded> inPlace_;    // params folded in place: what they were
+  // Params folded in place: what they were (a record each), found through inPlaceAt_ (per value
+  // of the input: the record's index, or -1; only the input's params fold in place).
+  std::vector<Unfolded> unfolded_;
+  std::vector<int32_t> inPlaceAt_;
   std::unordered_set<ValueId> copied_;  // params folded into new ones: never folded in place
   std::unordered_map<const char *, SharedText> foldTexts_;  // inPlaceReason()'s, per cast reason
   std::vector<uint8_t> watched_;                            // per value: see declined()

@@ -127,8 +127,14 @@ void compileModel(benchmark::State &state, PlacementPolicy policy) {
 void compileStrict(benchmark::State &state) { compileModel(state, PlacementPolicy::Strict); }
 void compileAuto(benchmark::State &state) { compileModel(state, PlacementPolicy::Auto); }
 
-BENCHMARK(compileStrict)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond);
-BENCHMARK(compileAuto)->RangeMultiplier(10)->Range(1000, 1000000)->Unit(benchmark::kMillisecond);
+// The sizes (1k to 1M), plus 300k to show the shape of the curve past the caches: a
+// superlinear pass would keep rising there, a linear one levels off (bench/README.md).
+void sizes(benchmark::internal::Benchmark *b) {
+  for (int64_t n : {1000, 10000, 100000, 300000, 1000000}) b->Arg(n);
+  b->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(compileStrict)->Apply(sizes);
+BENCHMARK(compileAuto)->Apply(sizes);
 
 }  // namespace
 }  // namespace ferry

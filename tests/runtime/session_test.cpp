@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -190,41 +192,71 @@ TEST(Session, OutputsComeBackOnTheirDeviceWhenAsked) {
   EXPECT_EQ(r->outputs[0].tensor.device(), where);
 }
 
-TEST(Session, ManyThreadsShareOneSession) {
-  Session s = open(kElementwise, on({Device::cpu()}));
-  const Graph g = parse(kElementwise);
+// 8 threads x 200 runs of one checked session, each thread with its own inputs, every output
+// compared with the reference: a one-device elementwise model, and a two-device one whose runs
+// copy between arenas (a transfer per run, counted and checked against the plan) around a GEMM
+// on the shared thread pool.
+void hammer(std::string_view text, const CompileOptions &options,
+            const std::function<std::map<std::string, TensorData>(int)> &inputsOf) {
+  Session s = open(text, options);
+  const Graph g = parse(text);
   constexpr int kThreads = 8, kRuns = 200;
-  std::vector<TensorData> xs, want;
-  const TensorData b = sample(DType::F32, {5}, 99);
+  std::vector<std::map<std::string, TensorData>> inputs;
+  std::vector<std::vector<TensorData>> want;
   for (int t = 0; t < kThreads; ++t) {
-    xs.push_back(sample(DType::F32, {8, 5}, 100 + static_cast<uint64_t>(t)));
-    auto w = reference::run(g, {{"x", xs.back()}, {"b", b}});
-    ASSERT_TRUE(w.ok());
-    want.push_back((*w)[0]);
+    inputs.push_back(inputsOf(t));
+    auto w = reference::run(g, inputs.back());
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    want.push_back(*w);
   }
-  std::vector<int> wrong(kThreads, 0), failed(kThreads, 0);
+  std::vector<int> wrong(kThreads, 0), failed(kThreads, 0), moved(kThreads, 0);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
-      for (int i = 0; i < kRuns; ++i) {
-        Expected<RunResult> r = s.run({{"x", xs[static_cast<size_t>(t)]}, {"b", b}});
+      const auto i = static_cast<size_t>(t);
+      for (int run = 0; run < kRuns; ++run) {
+        std::vector<NamedTensor> feed;
+        for (const auto &[name, data] : inputs[i]) feed.push_back({name, Tensor(data)});
+        Expected<RunResult> r = s.run(feed);
         if (!r.ok()) {
-          ++failed[static_cast<size_t>(t)];
+          ++failed[i];
           continue;
         }
-        const TensorData &got = r->outputs[0].tensor.data();
-        for (int64_t e = 0; e < got.numel(); ++e)
-          if (std::fabs(got.at(e) - want[static_cast<size_t>(t)].at(e)) > 1e-5) {
-            ++wrong[static_cast<size_t>(t)];
-            break;
-          }
+        moved[i] += r->stats.transfers;
+        for (size_t o = 0; o < want[i].size(); ++o) {
+          const TensorData &got = r->outputs[o].tensor.data();
+          for (int64_t e = 0; e < got.numel(); ++e)
+            if (std::fabs(got.at(e) - want[i][o].at(e)) > 1e-5) {
+              ++wrong[i];
+              break;
+            }
+        }
       }
     });
   for (std::thread &t : threads) t.join();
+  const int transfersPerRun = s.executable().planTransfers;
   for (int t = 0; t < kThreads; ++t) {
     EXPECT_EQ(failed[static_cast<size_t>(t)], 0) << "thread " << t;
     EXPECT_EQ(wrong[static_cast<size_t>(t)], 0) << "thread " << t;
+    EXPECT_EQ(moved[static_cast<size_t>(t)], kRuns * transfersPerRun) << "thread " << t;
   }
+}
+
+TEST(Session, ManyThreadsShareOneSession) {
+  const TensorData b = sample(DType::F32, {5}, 99);
+  hammer(kElementwise, on({Device::cpu()}), [&](int t) {
+    return std::map<std::string, TensorData>{
+        {"x", sample(DType::F32, {8, 5}, 100 + static_cast<uint64_t>(t))}, {"b", b}};
+  });
+}
+
+TEST(Session, ManyThreadsShareOneSessionThatCopiesBetweenDevices) {
+  Session probe = open(kTwoDevices, on({Device::cpu(), Device::cpu(1)}, PlacementPolicy::Auto));
+  ASSERT_GT(probe.executable().planTransfers, 0) << "the model must copy between devices";
+  hammer(kTwoDevices, on({Device::cpu(), Device::cpu(1)}, PlacementPolicy::Auto), [](int t) {
+    return std::map<std::string, TensorData>{
+        {"x", sample(DType::F32, {4, 3}, 200 + static_cast<uint64_t>(t))}};
+  });
 }
 
 TEST(Session, AnExecutableForADeviceWithoutABackendIsAnError) {

@@ -28,13 +28,13 @@ Expected<Device> parseDevice(std::string_view s) {
     return Device::cpu();
   }
   std::string_view digits = s.substr(kind.size() + 1);
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    return bad("the index after ':' must be a non-negative integer");
+  // Digits only: too many of them for an int is out of range too, not "not an integer".
   int index = -1;
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || index < 0 ||
-      digits[0] == '+' || digits[0] == '-')
-    return bad("the index after ':' must be a non-negative integer");
-  if (index > Device::kMaxIndex)
-    return bad("device index " + std::string(digits) + " is larger than " +
+  if (ec != std::errc() || index > Device::kMaxIndex)
+    return bad("index " + std::string(digits) + " is out of range 0.." +
                std::to_string(Device::kMaxIndex));
   return Device{k, index};
 }

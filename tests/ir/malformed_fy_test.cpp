@@ -121,7 +121,7 @@ std::vector<Case> cases() {
       {"cuda without index", G("  input %w : f32[2] @cuda"), 3, 22, "device",
        "expected 'cuda:N' with a device index N"},
       {"device index too large", G("  %y @cuda:5000 = relu(%x)"), 3, 7, "device",
-       "device index 5000 is larger than 1023"},
+       "index 5000 is out of range 0..1023"},
       {"two device pins", G("  %y @cpu @cuda:0 = relu(%x)"), 3, 12, "parse",
        "more than one device pin"},
       {"two dtype pins", G("  %y @f16 @bf16 = relu(%x)"), 3, 12, "parse",

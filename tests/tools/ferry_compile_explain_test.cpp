@@ -15,23 +15,6 @@ using namespace tooltest;
 
 // An input on cpu and a weight pinned to cpu:1: strict rejects the linear, auto inserts one
 // transfer (host to host, 128 bytes).
-constexpr const char *kTwoDevices = R"(graph two {
-  input %x : f32[4,8] @cpu
-  param %w : f32[16,8] @cpu:1 = randn(seed=1)
-  %h = linear(%x, %w)
-  %y = relu(%h)
-  output %y
-}
-)";
-
-// f16 and f32 operands: promote inserts one cast.
-constexpr const char *kMixedDTypes = R"(graph mixed {
-  input %x : f16[4,8] @cpu
-  param %w : f32[3,8] = randn(seed=3)
-  %y = linear(%x, %w)
-  output %y
-}
-)";
 
 class FerryCompileExplain : public ToolTest {
  protected:

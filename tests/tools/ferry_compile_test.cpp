@@ -40,23 +40,6 @@ constexpr const char *kShapeError = R"(graph bad {
 
 // An input on cpu and a weight pinned to cpu:1: strict rejects the linear, auto inserts one
 // transfer (cpu -> cpu:1 is host to host: h2h).
-constexpr const char *kTwoDevices = R"(graph two {
-  input %x : f32[4,8] @cpu
-  param %w : f32[16,8] @cpu:1 = randn(seed=1)
-  %h = linear(%x, %w)
-  %y = relu(%h)
-  output %y
-}
-)";
-
-// f16 and f32 operands: linear rejects them under dtype=strict, promote inserts one cast.
-constexpr const char *kMixedDTypes = R"(graph mixed {
-  input %x : f16[4,8] @cpu
-  param %w : f32[3,8] = randn(seed=3)
-  %y = linear(%x, %w)
-  output %y
-}
-)";
 
 // Nothing but a param: where it goes is up to --target.
 constexpr const char *kUnconstrained = R"(graph free {

@@ -42,14 +42,6 @@ constexpr const char *kElementwise = R"(graph ew {
 
 // An input on cpu and a weight pinned to cpu:1: strict rejects the linear, auto inserts one
 // transfer.
-constexpr const char *kTwoDevices = R"(graph two {
-  input %x : f32[4,8] @cpu
-  param %w : f32[16,8] @cpu:1 = randn(seed=1)
-  %h = linear(%x, %w)
-  %y = relu(%h)
-  output %y
-}
-)";
 
 // The input is declared on cpu:1: ferry-run reads it onto the host and the Session moves it.
 constexpr const char *kInputOnCpu1 = R"(graph moved {

@@ -24,6 +24,27 @@ struct Result {
   std::string err;
 };
 
+// Models shared by the tool tests.
+
+// A weight pinned to cpu:1 and an input on cpu: strict rejects it, auto inserts one transfer.
+constexpr const char *kTwoDevices = R"(graph two {
+  input %x : f32[4,8] @cpu
+  param %w : f32[16,8] @cpu:1 = randn(seed=1)
+  %h = linear(%x, %w)
+  %y = relu(%h)
+  output %y
+}
+)";
+
+// f16 and f32 operands: linear rejects them under dtype=strict, promote inserts one cast.
+constexpr const char *kMixedDTypes = R"(graph mixed {
+  input %x : f16[4,8] @cpu
+  param %w : f32[3,8] = randn(seed=3)
+  %y = linear(%x, %w)
+  output %y
+}
+)";
+
 inline std::string readFile(const fs::path &p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream s;

@@ -56,44 +56,6 @@ Status transferBudgets(const std::string &spec, Budgets &b) {
   }
 }
 
-// A device as a flag gives it: parseDevice, with an index of any length beyond Device::kMaxIndex
-// reported as out of range (parseDevice reads one that overflows an int as not an integer).
-Expected<Device> deviceFlag(std::string_view s) {
-  const size_t colon = s.find(':');
-  if (colon != std::string_view::npos) {
-    std::string_view digits = s.substr(colon + 1);
-    const bool allDigits = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) {
-      return c >= '0' && c <= '9';
-    });
-    const std::string_view trimmed =
-        digits.substr(std::min(digits.find_first_not_of('0'), digits.size()));
-    if (allDigits && (trimmed.size() > 4 ||
-                      (!trimmed.empty() && std::stoi(std::string(trimmed)) > Device::kMaxIndex)))
-      return makeError("usage", "invalid device '" + std::string(s) + "': index " +
-                                    std::string(digits) + " is out of range 0.." +
-                                    std::to_string(Device::kMaxIndex));
-  }
-  return parseDevice(s);
-}
-
-// "cpu,cuda:0" through deviceFlag, every bad item reported.
-Expected<std::vector<Device>> deviceListFlag(std::string_view s) {
-  std::vector<Device> out;
-  DiagnosticEngine diags;
-  while (true) {
-    const size_t comma = s.find(',');
-    Expected<Device> d = deviceFlag(s.substr(0, comma));
-    if (d)
-      out.push_back(*d);
-    else
-      diags.append(d.status().diagnostics());
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
-  }
-  if (diags.hasErrors()) return Status(diags.take());
-  return out;
-}
-
 }  // namespace
 
 void addPolicyFlags(CLI::App &app, CompileFlags &f) {
@@ -132,7 +94,7 @@ std::string firstCompileFlagGiven(const CLI::App &app) {
 }
 
 Status toCompileOptions(const CompileFlags &f, CompileOptions &c) {
-  FERRY_TRY(take(deviceListFlag(f.devices), "--devices", c.devices));
+  FERRY_TRY(take(parseDeviceList(f.devices), "--devices", c.devices));
   CompileOptions probe;
   probe.devices = c.devices;
   probe.target = c.devices.front();
@@ -140,7 +102,7 @@ Status toCompileOptions(const CompileFlags &f, CompileOptions &c) {
   c.target = c.devices.front();
   if (f.target && f.target->empty())
     return flagError("--target", "expected a device such as cpu, cpu:1 or cuda:0, got ''");
-  if (f.target) FERRY_TRY(take(deviceFlag(*f.target), "--target", c.target));
+  if (f.target) FERRY_TRY(take(parseDevice(*f.target), "--target", c.target));
   probe.target = c.target;
   FERRY_TRY(validateAlone(probe, "--target"));
   FERRY_TRY(take(parsePlacementPolicy(f.placement), "--placement", c.placement));

@@ -7,29 +7,17 @@
 //                 accelerators (d2d) or between host arenas (h2h); an Error budget for its
 //                 direction gives one error per transfer, Warn one warning, each naming the value,
 //                 the edge, its bytes, where the copy is needed and a fix
-//   2. bytes      the bytes of all transfers over maxTransferBytes (--max-transfer-bytes): one
+//   2. bytes      the bytes of all transfers over maxTransferBytes (max_transfer_bytes, the tools'
+//                 --max-transfer-bytes; messages name both, as people set either): one
 //                 error, a note per transfer
-//   3. casts      casts left over maxCasts (--max-casts; folded ones are free): one error, a note
-//                 per cast
+//   3. casts      casts left over maxCasts (max_casts, --max-casts; folded ones are free): one
+//                 error, a note per cast
 // All offenders are reported in one run.
 #include "passes/pass.h"
 
 namespace ferry {
 
 namespace {
-
-struct Direction {
-  std::string_view key;   // as the option is spelled
-  std::string_view name;  // for messages
-  BudgetAction action;
-};
-
-Direction direction(Device from, Device to, const Budgets &b) {
-  if (from.isHost() && to.isHost()) return {"h2h", "host-to-host", b.h2h};
-  if (from.isHost()) return {"h2d", "host-to-device", b.h2d};
-  if (to.isHost()) return {"d2h", "device-to-host", b.d2h};
-  return {"d2d", "device-to-device", b.d2d};
-}
 
 std::string ref(const Graph &g, ValueId v) { return "%" + g.value(v).name; }
 
@@ -67,17 +55,17 @@ void checkDirections(const Graph &g, PassContext &ctx) {
     FERRY_CHECK(g.value(x).device && g.value(n.result).device)
         << "budget on an unplaced transfer %" << g.value(n.result).name;
     const Device from = *g.value(x).device, to = *g.value(n.result).device;
-    const Direction d = direction(from, to, ctx.options.budgets);
-    if (d.action == BudgetAction::Allow) continue;
+    const TransferDirection dir = transferDirection(from, to);
+    const BudgetAction action = ctx.options.budgets.action(dir);
+    if (action == BudgetAction::Allow) continue;
     if (users.empty()) users = g.users();
-    const std::string message = std::string(d.name) + " transfer of " + ref(g, x) + " from " +
-                                from.str() + " to " + to.str() + ": " +
-                                std::to_string(bytesOf(g, n.result)) + " bytes per run (" +
-                                g.value(x).type.str() + "), budget " + std::string(d.key) + "=" +
-                                std::string(budgetActionName(d.action));
-    Diagnostic &diag = d.action == BudgetAction::Error
-                           ? ctx.diags.error("budget", n.loc, message)
-                           : ctx.diags.warning("budget", n.loc, message);
+    const std::string message =
+        std::string(directionName(dir)) + " transfer of " + ref(g, x) + " from " + from.str() +
+        " to " + to.str() + ": " + std::to_string(bytesOf(g, n.result)) + " bytes per run (" +
+        g.value(x).type.str() + "), budget " + std::string(directionKey(dir)) + "=" +
+        std::string(budgetActionName(action));
+    Diagnostic &diag = action == BudgetAction::Error ? ctx.diags.error("budget", n.loc, message)
+                                                     : ctx.diags.warning("budget", n.loc, message);
     const std::string names = readers(g, n.result, users);
     if (!names.empty())
       diag.note("needed on " + to.str() + " by " + names, g.node(users[n.result][0]).loc);
@@ -92,7 +80,8 @@ void checkDirections(const Graph &g, PassContext &ctx) {
       fix += (fix.empty() ? "" : ", or ") + std::string("leave output ") + ref(g, n.result) +
              " on " + from.str() + " (drop its @" + to.str() + " pin)";
     }
-    diag.fix(fix + (fix.empty() ? "" : ", or ") + "allow " + std::string(d.key) + " transfers");
+    diag.fix(fix + (fix.empty() ? "" : ", or ") + "allow " + std::string(directionKey(dir)) +
+             " transfers");
   }
 }
 
@@ -109,7 +98,7 @@ void checkTotals(const Graph &g, PassContext &ctx) {
     Diagnostic &d = ctx.diags.error(
         "budget", {},
         "transfers move " + std::to_string(bytes) + " bytes per run, over the budget of " +
-            std::to_string(*b.maxTransferBytes) + " (--max-transfer-bytes)");
+            std::to_string(*b.maxTransferBytes) + " (max_transfer_bytes, --max-transfer-bytes)");
     for (NodeId id : g.order()) {
       const Node &n = g.node(id);
       if (n.op != OpKind::Transfer) continue;
@@ -119,13 +108,14 @@ void checkTotals(const Graph &g, PassContext &ctx) {
                  " bytes",
              n.loc);
     }
-    d.fix("pin the values so that less data crosses devices, or raise --max-transfer-bytes to " +
+    d.fix("pin the values so that less data crosses devices, or raise max_transfer_bytes "
+          "(--max-transfer-bytes) to " +
           std::to_string(bytes));
   }
   if (b.maxCasts && casts > *b.maxCasts) {
     const std::string message = std::to_string(casts) + (casts == 1 ? " cast is" : " casts are") +
                                 " left in the graph, over the budget of " +
-                                std::to_string(*b.maxCasts) + " (--max-casts)";
+                                std::to_string(*b.maxCasts) + " (max_casts, --max-casts)";
     Diagnostic &d = ctx.diags.error("budget", {}, message);
     for (NodeId id : g.order()) {
       const Node &n = g.node(id);
@@ -138,7 +128,8 @@ void checkTotals(const Graph &g, PassContext &ctx) {
                  " bytes",
              n.loc);
     }
-    d.fix("give params and inputs the dtypes the ops compute in, or raise --max-casts to " +
+    d.fix("give params and inputs the dtypes the ops compute in, or raise max_casts (--max-casts) "
+          "to " +
           std::to_string(casts));
   }
 }

@@ -170,6 +170,38 @@ Expected<DTypePolicy> parseDTypePolicy(std::string_view s) {
                      "': expected strict, promote, autocast=f16 or autocast=bf16");
 }
 
+TransferDirection transferDirection(Device from, Device to) {
+  if (from.isHost() && to.isHost()) return TransferDirection::H2H;
+  if (from.isHost()) return TransferDirection::H2D;
+  return to.isHost() ? TransferDirection::D2H : TransferDirection::D2D;
+}
+
+std::string_view directionKey(TransferDirection d) {
+  constexpr std::string_view kKeys[] = {"h2d", "d2h", "d2d", "h2h"};
+  return kKeys[static_cast<size_t>(d)];
+}
+
+std::string_view directionName(TransferDirection d) {
+  constexpr std::string_view kNames[] = {"host-to-device", "device-to-host", "device-to-device",
+                                         "host-to-host"};
+  return kNames[static_cast<size_t>(d)];
+}
+
+BudgetAction Budgets::action(TransferDirection d) const {
+  return const_cast<Budgets &>(*this).action(d);
+}
+
+BudgetAction &Budgets::action(TransferDirection d) {
+  switch (d) {
+    case TransferDirection::H2D: return h2d;
+    case TransferDirection::D2H: return d2h;
+    case TransferDirection::D2D: return d2d;
+    case TransferDirection::H2H: return h2h;
+  }
+  FERRY_CHECK(false) << "transfer direction " << static_cast<int>(d);
+  return h2h;
+}
+
 Expected<BudgetAction> parseBudgetAction(std::string_view s) {
   if (s == "allow") return BudgetAction::Allow;
   if (s == "warn") return BudgetAction::Warn;

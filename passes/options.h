@@ -31,6 +31,15 @@ struct DTypePolicy {
 
 enum class BudgetAction : uint8_t { Allow, Warn, Error };
 
+/// Which way a copy goes: host to an accelerator (h2d), back (d2h), between accelerators (d2d) or
+/// between host arenas such as cpu and cpu:1 (h2h). Budgets and statistics count by it.
+enum class TransferDirection : uint8_t { H2D, D2H, D2D, H2H };
+TransferDirection transferDirection(Device from, Device to);
+/// "h2d", "d2h", "d2d", "h2h": as budgets and `--transfers` spell it.
+std::string_view directionKey(TransferDirection d);
+/// "host-to-device", ...: for messages.
+std::string_view directionName(TransferDirection d);
+
 /// A compile-time contract on data movement: a plan that exceeds it is rejected (Error) or
 /// compiles with a warning (Warn), listing each offending transfer or cast.
 struct Budgets {
@@ -40,6 +49,9 @@ struct Budgets {
   BudgetAction h2h = BudgetAction::Allow;   ///< between host arenas (cpu:N)
   std::optional<int64_t> maxTransferBytes;  ///< per run, all transfers
   std::optional<int64_t> maxCasts;          ///< casts left in the graph (folded ones are free)
+
+  BudgetAction action(TransferDirection d) const;
+  BudgetAction &action(TransferDirection d);
 };
 
 /// Speed of one kind of device, for estimates (not a profiler: relative cost is what matters).

@@ -118,10 +118,12 @@ void describeGraph(const Graph &g, const CompileOptions &options, CompileStats &
       auto bytes = static_cast<int64_t>(r.type.byteSize());
       ++stats.transfers;
       stats.transferBytes += bytes;
-      (from.isHost() && r.device->isHost() ? stats.h2hBytes
-       : from.isHost()                     ? stats.h2dBytes
-       : r.device->isHost()                ? stats.d2hBytes
-                                           : stats.d2dBytes) += bytes;
+      switch (transferDirection(from, *r.device)) {
+        case TransferDirection::H2D: stats.h2dBytes += bytes; break;
+        case TransferDirection::D2H: stats.d2hBytes += bytes; break;
+        case TransferDirection::D2D: stats.d2dBytes += bytes; break;
+        case TransferDirection::H2H: stats.h2hBytes += bytes; break;
+      }
       stats.estimatedSeconds += options.cost.transferSeconds(from, *r.device, double(bytes));
       continue;
     }

@@ -158,9 +158,15 @@ Expected<Session> Session::create(Executable exe, Options options) {
       return makeError("device", "the executable '" + exe.name + "' runs on " + first.str() +
                                      ", and this build of ferry has no backend for it (backends: " +
                                      describe(registry) + ")");
+    if (!entry->make)
+      return makeError("internal", "the registry entry for " + first.str() + " (" +
+                                       entry->description + ") has no way to make its backend");
     Expected<std::unique_ptr<Backend>> backend =
         entry->make(BackendOptions{.devices = devices, .checked = options.checkPlan});
     if (!backend) return backend.status();
+    if (!*backend)  // an app's registry entry that made nothing
+      return makeError("internal", "the backend for " + first.str() + " (" + entry->description +
+                                       ") made no backend object");
     for (Device d : exe.devices) {
       const std::span<const Device> driven = (*backend)->devices();
       if (d.kind == kind && std::find(driven.begin(), driven.end(), d) == driven.end())
@@ -308,14 +314,17 @@ Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,
   }
   stats.transfers = traffic.copies;
   stats.transferBytes = traffic.bytes;
-  if (st.options.checkPlan) {
-    FERRY_CHECK(traffic.copies == exe.planTransfers + stats.inputMoves &&
-                traffic.bytes == exe.planTransferBytes + stats.inputMoveBytes)
-        << "run of '" << exe.name << "': the backends copied " << traffic.copies
-        << " tensors between devices (" << traffic.bytes << " bytes), but the plan has "
-        << exe.planTransfers << " transfers (" << exe.planTransferBytes << " bytes) and "
-        << stats.inputMoves << " inputs were moved (" << stats.inputMoveBytes << " bytes)";
-  }
+  // A backend an app supplies (Options::backends) can miscount: the run fails with an error the
+  // app gets back, not an abort, though with ferry's own backends it means a bug in ferry.
+  if (st.options.checkPlan && (traffic.copies != exe.planTransfers + stats.inputMoves ||
+                               traffic.bytes != exe.planTransferBytes + stats.inputMoveBytes))
+    return makeError("internal", "run of '" + exe.name + "': the backends copied " +
+                                     std::to_string(traffic.copies) + " tensors between devices (" +
+                                     std::to_string(traffic.bytes) + " bytes), but the plan has " +
+                                     std::to_string(exe.planTransfers) + " transfers (" +
+                                     std::to_string(exe.planTransferBytes) + " bytes) and " +
+                                     std::to_string(stats.inputMoves) + " inputs were moved (" +
+                                     std::to_string(stats.inputMoveBytes) + " bytes)");
 
   for (int32_t slot : exe.outputs) {
     const Slot &s = exe.slots[static_cast<size_t>(slot)];

@@ -20,7 +20,8 @@
 //
 // Transfers: the backends count every copy that crosses devices as it happens (Traffic). With
 // `checkPlan` on, a run whose counted copies and bytes differ from the plan's transfer steps
-// plus its input moves aborts: that is a runtime bug, never a user error.
+// plus its input moves fails with an "internal" error: a bug in ferry or in a backend the app
+// supplied, never a user error.
 #pragma once
 
 #include <memory>

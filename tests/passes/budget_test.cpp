@@ -149,17 +149,32 @@ const char *kTwoTransfersTwoCasts = R"(graph m {
   output %y
 })";
 
+TEST(Budget, DirectionsAreClassifiedOnceForBudgetsAndStatistics) {
+  const Device cpu = Device::cpu(), cpu1 = Device::cpu(1), gpu = Device::cuda(0);
+  EXPECT_EQ(transferDirection(cpu, gpu), TransferDirection::H2D);
+  EXPECT_EQ(transferDirection(gpu, cpu1), TransferDirection::D2H);
+  EXPECT_EQ(transferDirection(gpu, Device::cuda(1)), TransferDirection::D2D);
+  EXPECT_EQ(transferDirection(cpu1, cpu), TransferDirection::H2H);
+  Budgets b{.h2d = BudgetAction::Warn, .d2h = BudgetAction::Error};
+  EXPECT_EQ(b.action(TransferDirection::H2D), BudgetAction::Warn);
+  EXPECT_EQ(b.action(TransferDirection::D2H), BudgetAction::Error);
+  b.action(TransferDirection::H2H) = BudgetAction::Error;
+  EXPECT_EQ(b.h2h, BudgetAction::Error);
+  EXPECT_EQ(directionKey(TransferDirection::D2D), "d2d");
+  EXPECT_EQ(directionName(TransferDirection::H2D), "host-to-device");
+}
+
 TEST(Budget, MaxTransferBytesIsAPerRunTotalOneErrorListingEachTransfer) {
   Graph g = placed(kTwoTransfersTwoCasts);
   EXPECT_TRUE(budgetDiagnostics(g, {.maxTransferBytes = 64}).empty());
   std::vector<Diagnostic> ds = budgetDiagnostics(g, {.maxTransferBytes = 63});
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(text(ds), "error: transfers move 64 bytes per run, over the budget of 63 "
-                      "(--max-transfer-bytes) [budget]\n"
+                      "(max_transfer_bytes, --max-transfer-bytes) [budget]\n"
                       "t.fy:3:3: note: transfer of %x from cpu to cuda:0: 32 bytes\n"
                       "t.fy:7:3: note: transfer of %f from cuda:0 to cpu: 32 bytes\n"
                       "  fix: pin the values so that less data crosses devices, or raise "
-                      "--max-transfer-bytes to 64\n");
+                      "max_transfer_bytes (--max-transfer-bytes) to 64\n");
 }
 
 TEST(Budget, MaxCastsCountsTheCastsLeftOneErrorListingEachCast) {
@@ -167,12 +182,13 @@ TEST(Budget, MaxCastsCountsTheCastsLeftOneErrorListingEachCast) {
   EXPECT_TRUE(budgetDiagnostics(g, {.maxCasts = 2}).empty());
   std::vector<Diagnostic> ds = budgetDiagnostics(g, {.maxCasts = 1});
   ASSERT_EQ(ds.size(), 1u);
-  EXPECT_EQ(text(ds),
-            "error: 2 casts are left in the graph, over the budget of 1 (--max-casts) [budget]\n"
-            "t.fy:4:3: note: cast of %a from f32 to f16 on cuda:0: 32 -> 16 bytes\n"
-            "t.fy:6:3: note: cast of %r from f16 to f32 on cuda:0: 16 -> 32 bytes\n"
-            "  fix: give params and inputs the dtypes the ops compute in, or raise --max-casts to "
-            "2\n");
+  EXPECT_EQ(text(ds), "error: 2 casts are left in the graph, over the budget of 1 (max_casts, "
+                      "--max-casts) [budget]\n"
+                      "t.fy:4:3: note: cast of %a from f32 to f16 on cuda:0: 32 -> 16 bytes\n"
+                      "t.fy:6:3: note: cast of %r from f16 to f32 on cuda:0: 16 -> 32 bytes\n"
+                      "  fix: give params and inputs the dtypes the ops compute in, or raise "
+                      "max_casts (--max-casts) to "
+                      "2\n");
   // One cast over a budget of none: the message counts it in the singular.
   std::vector<Diagnostic> one = budgetDiagnostics(placed(R"(graph m {
   input %x : f32[8] @cpu
@@ -181,7 +197,8 @@ TEST(Budget, MaxCastsCountsTheCastsLeftOneErrorListingEachCast) {
 })"),
                                                   {.maxCasts = 0});
   ASSERT_EQ(one.size(), 1u);
-  EXPECT_EQ(one[0].message, "1 cast is left in the graph, over the budget of 0 (--max-casts)");
+  EXPECT_EQ(one[0].message,
+            "1 cast is left in the graph, over the budget of 0 (max_casts, --max-casts)");
   // Both limits and a direction at once: all three reported in one run.
   EXPECT_EQ(budgetDiagnostics(g, {.d2h = BudgetAction::Error, .maxTransferBytes = 0, .maxCasts = 0})
                 .size(),

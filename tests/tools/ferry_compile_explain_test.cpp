@@ -54,10 +54,10 @@ TEST_F(FerryCompileExplain, BudgetRejectionsSuggestTheBudgetThatCompiles) {
   Result casts = run("--dtype promote --max-casts 0 --explain " + mixed);
   EXPECT_EQ(casts.exit, 1);
   EXPECT_TRUE(contains(casts.err, "error: 1 cast is left in the graph, over the budget of 0 "
-                                  "(--max-casts) [budget]\n"))
+                                  "(max_casts, --max-casts) [budget]\n"))
       << casts.err;
   EXPECT_TRUE(contains(casts.err, "  fix: give params and inputs the dtypes the ops compute in, "
-                                  "or raise --max-casts to 1\n"))
+                                  "or raise max_casts (--max-casts) to 1\n"))
       << casts.err;
   EXPECT_TRUE(contains(casts.err, "explain: the model as written is rejected under these options, "
                                   "but it\n  compiles with --max-casts 1: 0 transfers (0 bytes "
@@ -76,9 +76,9 @@ TEST_F(FerryCompileExplain, BudgetRejectionsSuggestTheBudgetThatCompiles) {
       run("--devices cpu,cpu:1 --placement auto --max-transfer-bytes 100 --explain " + two);
   EXPECT_EQ(bytes.exit, 1);
   EXPECT_TRUE(contains(bytes.err, "transfers move 128 bytes per run, over the budget of 100 "
-                                  "(--max-transfer-bytes)"))
+                                  "(max_transfer_bytes, --max-transfer-bytes)"))
       << bytes.err;
-  EXPECT_TRUE(contains(bytes.err, "raise --max-transfer-bytes to 128")) << bytes.err;
+  EXPECT_TRUE(contains(bytes.err, "raise max_transfer_bytes (--max-transfer-bytes) to 128")) << bytes.err;
   EXPECT_TRUE(contains(bytes.err, "  compiles with --max-transfer-bytes 128: 1 transfer"))
       << bytes.err;
   // Strict placement needs --placement auto first, and that plan then needs the budget too.

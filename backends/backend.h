@@ -59,8 +59,6 @@ struct KernelCall {
   std::span<const TensorView> operands;
   TensorView result;
   const Location &loc;  ///< the node's source location, for errors
-  /// Where a kernel that copies between devices (`transfer`) counts the copy; may be null.
-  Traffic *traffic = nullptr;
 };
 
 class Backend {
@@ -99,9 +97,10 @@ class Backend {
   virtual KernelCapability capability(OpKind op, DType dtype) const = 0;
   bool supports(OpKind op, DType dtype) const { return capability(op, dtype).supported; }
 
-  /// Runs one node. Errors that only data can reveal (an index out of range) come back as a
-  /// Status with code "runtime" at the node's location; a broken call (operands in another
-  /// device's memory, wrong dtypes) is code "internal".
+  /// Runs one node on one device. Errors that only data can reveal (an index out of range) come
+  /// back as a Status with code "runtime" at the node's location; a broken call (operands in
+  /// another device's memory, wrong dtypes) is code "internal". Never a `transfer`: bytes cross
+  /// devices through copy(), upload() and download() alone, where they are counted.
   virtual Status run(const KernelCall &call) = 0;
 };
 

@@ -307,8 +307,8 @@ Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,
     for (int32_t o : step.operands) operands.push_back(st.view(ws, o));
     Status s = step.op == OpKind::Transfer
                    ? st.transfer(operands[0], out, traffic)
-                   : st.backendOfSlot[static_cast<size_t>(step.result)]->run(KernelCall{
-                         opInfo(step.op), step.attrs, operands, out, step.loc, &traffic});
+                   : st.backendOfSlot[static_cast<size_t>(step.result)]->run(
+                         KernelCall{opInfo(step.op), step.attrs, operands, out, step.loc});
     if (!s.ok()) return s;
     stats.stepSeconds[i] = secondsSince(t);
   }

@@ -1,5 +1,5 @@
-// backends/cpu/copy.cpp — ops that move bytes unchanged: the reshape family, identity, transfer
-// (between the arenas of two virtual devices) and constant. Large copies are split over the
+// backends/cpu/copy.cpp — ops that move bytes unchanged on one device: the reshape family,
+// identity and constant (a transfer between devices is Backend::copy, not a kernel). Large copies are split over the
 // thread pool: one core rarely saturates memory bandwidth.
 #include <cstring>
 

@@ -150,13 +150,11 @@ Status CpuBackend::checkOwnership(const KernelCall &call) const {
                      call.loc);
   for (size_t i = 0; i < call.operands.size(); ++i) {
     const TensorView &o = call.operands[i];
-    // A transfer reads from the device it copies from; every other kernel from its own.
-    const Device expected = call.op.kind == OpKind::Transfer ? o.device : device;
-    if (o.device != expected || !owns(expected, o.data, o.bytes()))
+    if (o.device != device || !owns(device, o.data, o.bytes()))
       return makeError("internal",
                        where(call) + " runs on " + device.str() + " but operand " +
                            std::to_string(i) + " (" + o.type->str() + ") is not in " +
-                           expected.str() + "'s memory: a transfer is missing",
+                           device.str() + "'s memory: a transfer is missing",
                        call.loc);
   }
   return Status();
@@ -164,17 +162,13 @@ Status CpuBackend::checkOwnership(const KernelCall &call) const {
 
 Status CpuBackend::run(const KernelCall &call) {
   arena(call.result.device);  // a device of this backend, or a loud failure
+  // Bytes cross devices in copy() only, where they are counted (backend.h).
+  if (call.op.kind == OpKind::Transfer)
+    return makeError("internal",
+                     where(call) + ": a transfer is a copy between devices; the runtime runs it "
+                                   "with Backend::copy, not Backend::run",
+                     call.loc);
   if (options_.checkOwnership) FERRY_TRY(checkOwnership(call));
-  // Bytes cross devices in copy() only, where they are counted.
-  if (call.op.kind == OpKind::Transfer && call.operands.size() == 1) {
-    const Device *to = call.attrs.size() == 1 ? std::get_if<Device>(&call.attrs[0]) : nullptr;
-    if (!to || *to != call.result.device)
-      return makeError("internal",
-                       where(call) + " writes " + call.result.device.str() +
-                           ", not the device its 'to' attribute names",
-                       call.loc);
-    return copy(call.operands[0], call.result, call.traffic);
-  }
   return cpu::runKernel(call);
 }
 

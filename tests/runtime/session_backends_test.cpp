@@ -89,8 +89,7 @@ class HostedBackend final : public Backend {
   Status run(const KernelCall &call) override {
     std::vector<TensorView> operands;
     for (const TensorView &o : call.operands) operands.push_back(inner(o));
-    return inner_.run(
-        KernelCall{call.op, call.attrs, operands, inner(call.result), call.loc, call.traffic});
+    return inner_.run(KernelCall{call.op, call.attrs, operands, inner(call.result), call.loc});
   }
 
  private:

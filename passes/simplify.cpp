@@ -712,12 +712,13 @@ class Simplifier {
   Reason inPlaceReason(const Reason &castWhy, const Location &loc) {
     constexpr std::string_view kFolded = "folded into the param at compile time";
     if (castWhy.kind == Reason::Kind::None) return {Reason::Kind::Rule, -1, loc, kFolded};
+    // Keyed by the cast reason's text, which the entry holds: its address stays its own.
     auto [it, added] = foldTexts_.try_emplace(castWhy.detail.view().data());
     if (added)
-      it->second = castWhy.detail.empty()
-                       ? SharedText(kFolded)
-                       : SharedText(castWhy.detail + "; " + std::string(kFolded));
-    return {castWhy.kind, -1, castWhy.loc.known() ? castWhy.loc : loc, it->second};
+      it->second = {castWhy.detail, castWhy.detail.empty()
+                                        ? SharedText(kFolded)
+                                        : SharedText(castWhy.detail + "; " + std::string(kFolded))};
+    return {castWhy.kind, -1, castWhy.loc.known() ? castWhy.loc : loc, it->second.second};
   }
 
   // `p` converted to `to` as a new param; `loc` and `castWhy` are the cast's.
@@ -804,9 +805,11 @@ class Simplifier {
   std::vector<Unfolded> unfolded_;
   std::vector<int32_t> inPlaceAt_;
   std::unordered_set<ValueId> copied_;  // params folded into new ones: never folded in place
-  std::unordered_map<const char *, SharedText> foldTexts_;  // inPlaceReason()'s, per cast reason
-  std::vector<uint8_t> watched_;                            // per value: see declined()
-  std::vector<NodeId> alone_;  // per value: a node visited this sweep that alone reads it (CSE)
+  // inPlaceReason()'s texts: per cast reason text (held, so that its address is not reused), the
+  // text with the fold said.
+  std::unordered_map<const char *, std::pair<SharedText, SharedText>> foldTexts_;
+  std::vector<uint8_t> watched_;  // per value: see declined()
+  std::vector<NodeId> alone_;     // per value: a node visited this sweep that alone reads it (CSE)
   bool again_ = false, paramUnused_ = false;
 };
 

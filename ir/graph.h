@@ -129,8 +129,9 @@ class Graph {
   void setName(std::string name) { name_ = std::move(name); }
 
   /// How a new value is named: `Exact` — the name given, which must be free; `Unique` — the name
-  /// given if it is free, else the first free of `name.1`, `name.2`, ... (uniqueName), found in
-  /// the same probe of the name index that adds it.
+  /// given if it is free, else the first free of `name.1`, `name.2`, ... (uniqueName). A free
+  /// name is checked and added in one probe of the name index (uniqueName then createNode took
+  /// two); only a taken one probes again for its suffix.
   enum class Naming : uint8_t { Exact, Unique };
 
   ValueId addInput(std::string name, TensorType type, Device device, Location loc);
@@ -189,9 +190,13 @@ class Graph {
   /// every value of a large graph in order calls it some values ahead, so the cache misses of
   /// the next values overlap with the work on this one (a hint; `v` must be in range).
   void prefetch(ValueId v) const {
+#if defined(__GNUC__) || defined(__clang__)
     __builtin_prefetch(&values_[static_cast<size_t>(v)], 1);
     __builtin_prefetch(reinterpret_cast<const char *>(&values_[static_cast<size_t>(v)]) + 64, 1);
     __builtin_prefetch(&reasons_[static_cast<size_t>(v)], 1);
+#else
+    (void)v;  // a hint: nothing to do without the builtin
+#endif
   }
   /// The node producing `v`, or nullptr for inputs and params.
   const Node *producer(ValueId v) const {

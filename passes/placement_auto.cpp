@@ -36,7 +36,7 @@ using Kind = Reason::Kind;
 constexpr double kInf = MinCut::kInfinity;
 constexpr int kMaxSweeps = 8;
 constexpr int32_t kSource = 0, kSink = 1;
-constexpr size_t kPrefetchAhead = 12;  // values, in record()
+constexpr size_t kPrefetchAhead = 12;  // values, in record(): see Graph::prefetch
 
 class AutoPlacer {
  public:
@@ -337,11 +337,7 @@ class AutoPlacer {
       // Every free value is written, each a cache miss on a large graph that the hardware does
       // not foresee: asking for the one kPrefetchAhead further on hides most of the wait (at
       // 100k nodes, record takes half the time).
-      if (i + kPrefetchAhead < free_.size()) {
-        const Value &ahead = g_.value(free_[i + kPrefetchAhead]);
-        __builtin_prefetch(&ahead.device, 1);
-        __builtin_prefetch(&g_.deviceReason(free_[i + kPrefetchAhead]).detail, 1);
-      }
+      if (i + kPrefetchAhead < free_.size()) g_.prefetch(free_[i + kPrefetchAhead]);
       ValueId v = free_[i];
       Label l = p_.label[v];
       int32_t row = costRow_[v];
@@ -395,7 +391,8 @@ class AutoPlacer {
     if (!cheapest)
       text.append("; moving data would cost more");
     else if (tied)
-      text.append("; as fast elsewhere: placed where the fewest bytes move");
+      text.append("; as fast elsewhere: chosen for its transfers, or kept where placement started "
+                  "if those tie too");
     return shared = SharedText(text);
   }
 

@@ -14,6 +14,8 @@
 //   4. check     Executable::validate(), then every step's result type against its op's shape
 //                rule, so that no kernel is handed a slot of the wrong size
 // Errors say which file, at which byte, what was expected and what was found.
+#include "runtime/artifact.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -688,6 +690,15 @@ Status Executable::save(const std::string &path) const {
   if (closed != 0) return abandon("cannot close");
   if (::rename(tmp.c_str(), path.c_str()) != 0) return abandon("cannot rename");
   return Status();
+}
+
+bool startsWithExecutableMagic(std::string_view head) { return head.starts_with(kMagic); }
+
+bool isExecutableFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[kMagic.size()];
+  in.read(head, sizeof head);
+  return startsWithExecutableMagic(std::string_view(head, static_cast<size_t>(in.gcount())));
 }
 
 Expected<Executable> Executable::load(const std::string &path) {

@@ -9,11 +9,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <new>
 #include <set>
 
 #include "common/scratch.h"
 #include "ir/parser.h"
+#include "runtime/artifact.h"
 #include "runtime/executable.h"
 
 // The largest single allocation made while `tTrackAllocations` is set, to show that a hostile
@@ -340,6 +342,30 @@ TEST(Artifact, SaveAndLoadThroughAFile) {
   EXPECT_EQ(back->serialize(), other.serialize());
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
   fs::remove_all(dir);
+}
+
+// The one test both tools use to tell an executable from a model: the magic, nothing else.
+TEST(Artifact, AnExecutableIsToldByItsMagic) {
+  const std::string bytes = mlp().serialize();
+  EXPECT_TRUE(startsWithExecutableMagic(bytes));
+  EXPECT_TRUE(startsWithExecutableMagic("FERRYEXE"));
+  EXPECT_TRUE(startsWithExecutableMagic("FERRYEXE and then anything"));
+  for (std::string_view other : {"", "FERRYEX", "ferryexe", " FERRYEXE", "graph g {"})
+    EXPECT_FALSE(startsWithExecutableMagic(other)) << other;
+
+  const testutil::ScratchDir scratch("artifact_magic");
+  auto file = [&](const std::string &name, const std::string &content) {
+    std::ofstream(scratch / name, std::ios::binary) << content;
+    return (scratch / name).string();
+  };
+  EXPECT_TRUE(isExecutableFile(file("m.ferry", bytes)));
+  EXPECT_TRUE(isExecutableFile(file("named.fy", bytes)));  // the name does not matter
+  EXPECT_TRUE(isExecutableFile(file("broken.ferry", "FERRYEXE, then no header")));
+  EXPECT_FALSE(isExecutableFile(file("cut.ferry", "FERRYEX")));
+  EXPECT_FALSE(isExecutableFile(file("empty.ferry", "")));
+  EXPECT_FALSE(isExecutableFile(file("m.fy", "graph g {\n}\n")));
+  EXPECT_FALSE(isExecutableFile((scratch / "missing.ferry").string()));
+  EXPECT_FALSE(isExecutableFile(scratch.str()));  // a folder
 }
 
 TEST(Artifact, SaveIntoAMissingFolderNamesIt) {

@@ -1,14 +1,27 @@
 // tests/runtime/readme_run_example_test.cpp — the README's "Running a model from your app"
-// snippet, compiled (under -Werror, like the rest) and run, so the code a user copies works.
+// snippet, compiled (under -Werror, like the rest) and run, so the code a user copies works. The
+// snippet is pasted below between markers, and a second test reads README.md and this file and
+// fails on any difference between the README's block and the pasted lines.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
+#include "common/scratch.h"
 #include "frontend/builder.h"
 #include "runtime/session.h"
 
 namespace ferry {
 namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char *kBegin = "  // --- as in README.md ---";
+constexpr const char *kEnd = "  // --- end ---";
 
 Graph tinyModel() {
   Builder b("tiny");
@@ -19,7 +32,8 @@ Graph tinyModel() {
   return std::move(g).value();
 }
 
-// The snippet, verbatim between the markers, in a function that returns its errors.
+// The snippet, between the markers exactly as README.md shows it, in a function that returns its
+// errors. ReadmeRunExample.TheSnippetIsTheReadmesBlock keeps the two the same.
 Status readmeSnippet(Graph graph, double &rowSum) {
   // --- as in README.md ---
   Expected<Executable> exe = build(std::move(graph), CompileOptions{});  // placement, dtypes, plan
@@ -37,19 +51,62 @@ Status readmeSnippet(Graph graph, double &rowSum) {
   return Status();
 }
 
+std::vector<std::string> lines(const fs::path &file) {
+  std::ifstream in(file, std::ios::binary);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// The body of README.md's ```cpp block in the section `heading`: the lines after its first (the
+// function's signature) up to the `  ...` that stands for the rest of the app.
+std::vector<std::string> readmeBlock(const std::vector<std::string> &readme,
+                                     const std::string &heading) {
+  size_t i = 0;
+  while (i < readme.size() && readme[i] != heading) ++i;
+  while (i < readme.size() && readme[i] != "```cpp") ++i;
+  std::vector<std::string> body;
+  for (i += 2; i < readme.size() && readme[i] != "  ..." && readme[i] != "```"; ++i)
+    body.push_back(readme[i]);
+  return body;
+}
+
+// The lines of this file between the markers.
+std::vector<std::string> pasted(const std::vector<std::string> &source) {
+  std::vector<std::string> out;
+  bool in = false;
+  for (const std::string &line : source) {
+    if (line == kEnd) break;
+    if (in) out.push_back(line);
+    in = in || line == kBegin;
+  }
+  return out;
+}
+
+TEST(ReadmeRunExample, TheSnippetIsTheReadmesBlock) {
+  const fs::path root = FERRY_SOURCE_DIR;
+  const std::vector<std::string> block =
+      readmeBlock(lines(root / "README.md"), "## Running a model from your app");
+  ASSERT_GE(block.size(), 5u) << "README.md's 'Running a model from your app' has a ```cpp block "
+                                 "whose body ends with '  ...'";
+  const std::vector<std::string> copy =
+      pasted(lines(root / "tests/runtime/readme_run_example_test.cpp"));
+  ASSERT_FALSE(copy.empty()) << "the markers are in this file";
+  for (size_t i = 0; i < std::max(block.size(), copy.size()); ++i)
+    EXPECT_EQ(i < copy.size() ? copy[i] : "<nothing>", i < block.size() ? block[i] : "<nothing>")
+        << "line " << i + 1 << " of the snippet differs from README.md's";
+}
+
 TEST(ReadmeRunExample, CompilesSavesLoadsAndRuns) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::path(::testing::TempDir()) / "readme_run_example";
-  fs::create_directories(dir);
+  const testutil::ScratchDir dir("readme_run_example");
   const fs::path before = fs::current_path();
-  fs::current_path(dir);  // the snippet writes model.ferry where it runs
+  fs::current_path(dir.path());  // the snippet writes model.ferry where it runs
   double rowSum = 0;
   Status s = readmeSnippet(tinyModel(), rowSum);
   fs::current_path(before);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_NEAR(rowSum, 1.0, 1e-5);
   EXPECT_TRUE(fs::exists(dir / "model.ferry"));
-  fs::remove_all(dir);
 }
 
 }  // namespace

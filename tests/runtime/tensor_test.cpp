@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "common/scratch.h"
 #include "runtime/tensor.h"
 
 namespace ferry {
@@ -73,7 +74,8 @@ TEST(Tensor, ToACudaDeviceIsAnErrorInThisBuild) {
 }
 
 TEST(Tensor, NpyRoundTripAndErrors) {
-  const std::string file = ::testing::TempDir() + "tensor_test.npy";
+  const testutil::ScratchDir dir("tensor_test");
+  const std::string file = (dir / "tensor_test.npy").string();
   const Tensor a(TensorData::randn(DType::F64, {2, 2}, 1));
   ASSERT_TRUE(a.writeNpy(file).ok());
   Expected<Tensor> b = Tensor::fromNpy(file);

@@ -52,7 +52,8 @@ class FerryCompileDot : public ToolTest {
   Result run(const std::string &args) { return runTool(FERRY_COMPILE, args); }
 };
 
-// Item 3: the picture counts the transfers the summary counts.
+// The picture counts the transfers the summary counts: one bold edge per transfer, however
+// many nodes read its result.
 TEST_F(FerryCompileDot, OneTransferIsOneBoldEdgeWhateverItsUsers) {
   const std::string model = shellQuote(write("three.fy", kThreeUsers));
   const std::string flags = " --devices cpu,cpu:1 --placement auto";
@@ -71,7 +72,7 @@ TEST_F(FerryCompileDot, OneTransferIsOneBoldEdgeWhateverItsUsers) {
   EXPECT_EQ(count(dot.out, "transfer -> cpu:1"), 1u) << dot.out;
 }
 
-// Item 4: a 300-node chain is one box; the picture stays small.
+// A 300-node chain is one box; the picture stays small.
 TEST_F(FerryCompileDot, ALongChainIsOneBox) {
   Result r = run("--emit dot " + shellQuote(write("chain.fy", chain(300))));
   ASSERT_EQ(r.exit, 0) << r.err;
@@ -93,27 +94,61 @@ TEST_F(FerryCompileDot, ALongChainIsOneBox) {
             150u);
 }
 
-// Item 4: the threshold, and what breaks a chain: a pinned node (a cast, a transfer, an inserted,
-// rejected or output node too, by the same rule).
+// The threshold: 16 nodes before the output are drawn one by one, 17 are one box.
 TEST_F(FerryCompileDot, OnlyChainsOfMoreThanSixteenNodesAreCollapsed) {
-  // 16 nodes before the output: drawn one by one.
   Result sixteen = run("--emit dot " + shellQuote(write("a.fy", chain(17))));
   ASSERT_EQ(sixteen.exit, 0) << sixteen.err;
   EXPECT_EQ(drawn(sixteen.out, "shape=box3d").size(), 0u);
   Result seventeen = run("--emit dot " + shellQuote(write("b.fy", chain(18))));
   ASSERT_EQ(seventeen.exit, 0) << seventeen.err;
   EXPECT_EQ(drawn(seventeen.out, "shape=box3d").size(), 1u);
-  // A pin at node 20 of 60: 20 nodes before it, 38 after it (the output, v59, not counted).
-  Result pinned = run("--emit dot " + shellQuote(write("c.fy", chain(60, 20))));
-  ASSERT_EQ(pinned.exit, 0) << pinned.err;
-  const std::vector<std::string> boxes = drawn(pinned.out, "shape=box3d");
-  ASSERT_EQ(boxes.size(), 2u) << pinned.out;
-  EXPECT_TRUE(contains(boxes[0], "20 nodes: ")) << boxes[0];
-  EXPECT_TRUE(contains(boxes[1], "38 nodes: ")) << boxes[1];
-  EXPECT_EQ(drawn(pinned.out, "label=\"%v20 = relu\\nf32[4,8] pinned @cpu\"").size(), 1u);
 }
 
-// Item 4: a 200-character name is cut in labels, whole in the tooltip.
+// What breaks a chain, each kind on its own: node 20 of a 60-node chain is pinned to a device or
+// a dtype, a cast, a transfer, marked inserted, rejected, or a graph output. Each time the chain
+// is cut there: one box of the 20 nodes before it, one of the 38 after it (the last node, v59,
+// is the output and not counted), and node 20 drawn on its own. The transfer moves the rest of
+// the chain to cpu:1; were it part of a chain, the second box would hold it (39 nodes).
+TEST_F(FerryCompileDot, EveryKindOfNodeThatMustBeSeenBreaksAChain) {
+  const std::string v20 = "  %v20 = relu(%v19)\n";
+  struct Case {
+    std::string kind, line, extraInput, extraOutput;
+    int exit = 0;
+    std::string drawnAs;  ///< in the DOT line of node 20
+  };
+  const Case cases[] = {
+      {"pinned to a device", "  %v20 @cpu = relu(%v19)\n", "", "", 0, "label=\"%v20 = relu"},
+      {"pinned to a dtype", "  %v20 @f32 = relu(%v19)\n", "", "", 0, "label=\"%v20 = relu"},
+      {"a cast", "  %v20 = cast(%v19, to=f16)\n", "", "", 0, "label=\"%v20 = cast"},
+      {"a transfer", "  %v20 = transfer(%v19, to=cpu:1)\n", "", "", 0, "shape=point"},
+      {"inserted", "  %v20 = relu(%v19)  # inserted\n", "", "", 0, "label=\"%v20 = relu"},
+      // %h on cpu:1 and %v19 on cpu: strict placement rejects the add.
+      {"rejected", "  %v20 = add(%v19, %h)\n", "  input %h : f32[4,8] @cpu:1\n", "", 1,
+       "color=red"},
+      {"a graph output", v20, "", "  output %v20\n", 0, "label=\"%v20 = relu"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE("node 20 is " + c.kind);
+    std::string text = chain(60);
+    ASSERT_TRUE(contains(text, v20));
+    text.replace(text.find(v20), v20.size(), c.line);
+    text.insert(text.find("  %v0 "), c.extraInput);
+    text.insert(text.find("  output %v59"), c.extraOutput);
+    Result r = run("--emit dot --devices cpu,cpu:1 " + shellQuote(write("c.fy", text)));
+    ASSERT_EQ(r.exit, c.exit) << r.err;
+    const std::vector<std::string> boxes = drawn(r.out, "shape=box3d");
+    ASSERT_EQ(boxes.size(), 2u) << r.out;
+    EXPECT_TRUE(contains(boxes[0], "label=\"20 nodes: ")) << boxes[0];
+    EXPECT_TRUE(contains(boxes[0], "(%v0 .. %v19)")) << boxes[0];
+    EXPECT_TRUE(contains(boxes[1], "label=\"38 nodes: ")) << boxes[1];
+    EXPECT_TRUE(contains(boxes[1], "(%v21 .. %v58)")) << boxes[1];
+    const std::vector<std::string> node = drawn(r.out, "  n20 [");
+    ASSERT_EQ(node.size(), 1u) << r.out;
+    EXPECT_TRUE(contains(node[0], c.drawnAs)) << node[0];
+  }
+}
+
+// A 200-character name is cut in labels, whole in the tooltip.
 TEST_F(FerryCompileDot, LongNamesAreCutInLabels) {
   const std::string name = "layer_" + std::string(188, 'n') + "_final";
   ASSERT_EQ(name.size(), 200u);
@@ -128,7 +163,7 @@ TEST_F(FerryCompileDot, LongNamesAreCutInLabels) {
     EXPECT_TRUE(contains(line, "tooltip=\"%" + name) || contains(line, "from %" + name)) << line;
 }
 
-// Item 13: the legend shows every kind of node the picture draws.
+// The legend shows every kind of node the picture draws.
 TEST_F(FerryCompileDot, TheLegendHasEveryKind) {
   Result r = run("--emit dot " + shellQuote(write("three.fy", kThreeUsers)) +
                  " --devices cpu,cpu:1 --placement auto");

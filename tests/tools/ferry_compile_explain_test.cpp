@@ -21,7 +21,7 @@ class FerryCompileExplain : public ToolTest {
   Result run(const std::string &args) { return runTool(FERRY_COMPILE, args); }
 };
 
-// Item 9: --explain %V on a rejected model explains V as the failing pass placed it.
+// --explain %V on a rejected model explains V as the failing pass placed it.
 TEST_F(FerryCompileExplain, ExplainsTheValuesOfARejectedModel) {
   const std::string model = write("two.fy", kTwoDevices);
   Result r = run("--devices cpu,cpu:1 --explain %h,%x " + shellQuote(model));
@@ -48,7 +48,7 @@ TEST_F(FerryCompileExplain, ExplainsTheValuesOfARejectedModel) {
       << broken.err;
 }
 
-// Item 10: a plan only its budgets reject comes with the budget flags that let it pass.
+// A plan only its budgets reject comes with the budget flags that let it pass.
 TEST_F(FerryCompileExplain, BudgetRejectionsSuggestTheBudgetThatCompiles) {
   const std::string mixed = shellQuote(write("mixed.fy", kMixedDTypes));
   Result casts = run("--dtype promote --max-casts 0 --explain " + mixed);
@@ -89,7 +89,7 @@ TEST_F(FerryCompileExplain, BudgetRejectionsSuggestTheBudgetThatCompiles) {
       << both.err;
 }
 
-// Item 11: under --diagnostics json stderr is one JSON array, whatever else was asked for.
+// Under --diagnostics json stderr is one JSON array, whatever else was asked for.
 TEST_F(FerryCompileExplain, UnderDiagnosticsJsonStderrIsOneJsonDocument) {
   const std::string two = shellQuote(write("two.fy", kTwoDevices));
   auto stderrJson = [&](const std::string &args, int exit) {
@@ -120,6 +120,13 @@ TEST_F(FerryCompileExplain, UnderDiagnosticsJsonStderrIsOneJsonDocument) {
   EXPECT_EQ(codes(stderrJson("--emit png " + two, 2)), "usage");
   EXPECT_EQ(stderrJson("--devices cpu,cpu:1 --placement auto --emit none " + two, 0).items.size(),
             0u);
+  // Bytes that are not UTF-8 in a message (a name from the command line) are still valid JSON:
+  // each such byte is U+FFFD.
+  const Json bad = stderrJson("--explain " + shellQuote("%h\xff\xc0\x80") + " " + two, 2);
+  ASSERT_EQ(bad.items.size(), 1u);
+  EXPECT_TRUE(
+      contains(bad.items[0]["message"].text, "%h\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD in 'two'"))
+      << bad.items[0]["message"].text;
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "common/utf8_check.h"
+#include "json_test_util.h"
 #include "tool_test_util.h"
 
 namespace ferry {
@@ -154,6 +156,22 @@ TEST_F(FerryCompile, EmitsJson) {
   EXPECT_FALSE(contains(bare.out, "mlp.fy")) << bare.out;
   EXPECT_EQ(count(bare.out, "\"location\": \""), 0u) << bare.out;
   EXPECT_EQ(count(r.out, "\"inserted\": false, \"pinned_device\""), 3u) << r.out;
+}
+
+// A graph name that is not UTF-8 (\x escapes in the model's text: a stray byte, an overlong
+// NUL) still gives a manifest that a strict JSON parser reads, each such byte as U+FFFD; the text
+// dump keeps the \x escapes it reads back.
+TEST_F(FerryCompile, AManifestOfANameThatIsNotUtf8IsValidJson) {
+  const std::string model = write("bad.fy", "graph \"bad\\xff\\xc0\\x80\" {\n  input %x : f32[3] "
+                                            "@cpu\n  %y = relu(%x)\n  output %y\n}\n");
+  Result r = run("--emit json " + shellQuote(model));
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_EQ(testutil::invalidUtf8(r.out), "");
+  const std::string fffd = "\xEF\xBF\xBD";
+  EXPECT_EQ(parseJson(r.out)["graph"].text, "bad" + fffd + fffd + fffd);
+  Result text = run(shellQuote(model));
+  ASSERT_EQ(text.exit, 0) << text.err;
+  EXPECT_TRUE(text.out.starts_with("graph \"bad\\xff\\xc0\\x80\" {")) << text.out;
 }
 
 TEST_F(FerryCompile, WritesToTheOutputFile) {
@@ -534,13 +552,10 @@ TEST_F(FerryCompile, SvgIsRenderedByGraphviz) {
   ASSERT_EQ(out.exit, 0) << out.err;
   EXPECT_TRUE(contains(out.out, "<svg")) << out.out.substr(0, 200);
   // Without Graphviz: a one-line reason, exit 2.
-  const std::string cmd = "env PATH=" + shellQuote(path("empty")) + " " +
-                          shellQuote(FERRY_COMPILE) + " --emit svg " +
-                          shellQuote(write("small.fy", kMlp));
-  const int status = std::system((cmd + " >/dev/null 2>" + shellQuote(path("err"))).c_str());
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 2);
-  const std::string err = readFile(path("err"));
+  Result none = runTool(FERRY_COMPILE, "--emit svg " + shellQuote(write("small.fy", kMlp)),
+                        {.env = "PATH=" + shellQuote(path("empty"))});
+  EXPECT_EQ(none.exit, 2);
+  const std::string &err = none.err;
   EXPECT_TRUE(contains(err, "svg needs Graphviz's 'dot' program, which is not on PATH")) << err;
   EXPECT_EQ(count(err, "\n"), 1u) << err;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/utf8_check.h"
 #include "json_test_util.h"
 #include "tool_test_util.h"
 
@@ -19,6 +20,7 @@ namespace ferry {
 namespace {
 
 using namespace tooltest;
+using testutil::unprintable;
 
 constexpr const char *kMlp = R"(graph mlp {
   input %x : f32[4,8] @cpu
@@ -28,24 +30,6 @@ constexpr const char *kMlp = R"(graph mlp {
   output %a
 }
 )";
-
-// The first byte of `s` a terminal would not print as text: a control byte other than newline
-// and tab, DEL, or a byte outside a valid UTF-8 sequence ("" when there is none).
-std::string unprintable(const std::string &s) {
-  for (size_t i = 0; i < s.size(); ++i) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    if (b == '\n' || b == '\t' || (b >= 0x20 && b < 0x7F)) continue;
-    size_t n = b >= 0xC2 && b <= 0xDF   ? 2
-               : b >= 0xE0 && b <= 0xEF ? 3
-               : b >= 0xF0 && b <= 0xF4 ? 4
-                                        : 0;
-    bool ok = n > 0 && i + n <= s.size();
-    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    if (!ok) return "byte " + std::to_string(b) + " at offset " + std::to_string(i);
-    i += n - 1;
-  }
-  return "";
-}
 
 class FerryCompileUsage : public ToolTest {
  protected:
@@ -63,7 +47,7 @@ class FerryCompileUsage : public ToolTest {
   }
 };
 
-// Item 1: an error found late (an --explain name exists only after the compile) or about an output
+// An error found late (an --explain name exists only after the compile) or about an output
 // path still writes nothing: not the dump on stdout, not the files asked for.
 TEST_F(FerryCompileUsage, AUsageErrorWritesNothing) {
   const std::string model = shellQuote(write("mlp.fy", kMlp));
@@ -96,7 +80,7 @@ TEST_F(FerryCompileUsage, AUsageErrorWritesNothing) {
   EXPECT_FALSE(fs::exists(exe));
 }
 
-// Item 2: no output, however it is named, replaces the model.
+// No output, however it is named, replaces the model.
 TEST_F(FerryCompileUsage, TheModelIsNeverOverwritten) {
   const std::string model = write("mlp.fy", kMlp);
   const std::string message = "this is the model file itself; refusing to overwrite it";
@@ -108,14 +92,10 @@ TEST_F(FerryCompileUsage, TheModelIsNeverOverwritten) {
                        shellQuote(model),
                    message);
   // --emit-dir . next to the model: its text dump would be ./mlp.fy.
-  const std::string cd = "cd " + shellQuote(dir_.string()) + " && " + shellQuote(FERRY_COMPILE);
-  const int status = std::system((cd + " mlp.fy --emit text,dot --emit-dir . >" +
-                                  shellQuote(path("out")) + " 2>" + shellQuote(path("err")))
-                                     .c_str());
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 2);
-  EXPECT_EQ(readFile(path("out")), "");
-  EXPECT_EQ(readFile(path("err")),
+  Result here = runTool(FERRY_COMPILE, "mlp.fy --emit text,dot --emit-dir .", {.workDir = dir_});
+  EXPECT_EQ(here.exit, 2);
+  EXPECT_EQ(here.out, "");
+  EXPECT_EQ(here.err,
             "ferry-compile: error: --emit-dir: the text dump would go to './mlp.fy', which is the "
             "model file itself; refusing to overwrite it (choose another --emit-dir)\n");
   EXPECT_FALSE(fs::exists(path("mlp.dot")));
@@ -126,7 +106,9 @@ TEST_F(FerryCompileUsage, TheModelIsNeverOverwritten) {
   EXPECT_EQ(readFile(odd), kMlp);
 }
 
-// Item 7: options that used to be accepted silently.
+// Option values and combinations that would write nothing or guess are usage errors, not
+// silently accepted: --emit none with a file or folder or another format, a bare autocast, an
+// empty --target, device indices past 1023.
 TEST_F(FerryCompileUsage, NothingIsAcceptedSilently) {
   const std::string model = shellQuote(write("mlp.fy", kMlp));
   expectUsageError(model + " --emit none -o " + shellQuote(path("n.dot")),
@@ -154,7 +136,8 @@ TEST_F(FerryCompileUsage, NothingIsAcceptedSilently) {
   EXPECT_TRUE(fs::exists(path("m.ferry")));
 }
 
-// Item 5: CLI11's own wording ("The following argument was not expected") named no option.
+// Parse errors name the option and what it expects, where CLI11's own wording ("The following
+// argument was not expected") names none.
 TEST_F(FerryCompileUsage, ParseErrorsNameTheOptionAndWhatItExpects) {
   const std::string model = shellQuote(write("mlp.fy", kMlp));
   expectUsageError(model + " --explain nosuch",
@@ -177,7 +160,7 @@ TEST_F(FerryCompileUsage, ParseErrorsNameTheOptionAndWhatItExpects) {
   expectUsageError(model + " --explain=", "--explain: expected [%V,...]");
 }
 
-// Item 12: every option --help lists is tried with a bad value here; each is a usage error that
+// Every option --help lists is tried with a bad value here; each is a usage error that
 // names the option. (The good values are exercised by the other tests of ferry-compile.)
 TEST_F(FerryCompileUsage, EveryOptionOfHelpRejectsABadValue) {
   const std::string model = shellQuote(write("mlp.fy", kMlp));
@@ -227,7 +210,7 @@ TEST_F(FerryCompileUsage, EveryOptionOfHelpRejectsABadValue) {
   EXPECT_EQ(listed.size(), bad.size()) << "an option of this test is no longer in --help";
 }
 
-// Item 12: --no-fallback. This build's capability table (runtime/executable.h,
+// --no-fallback reaches the compile. This build's capability table (runtime/executable.h,
 // backendCapabilities) has CPU kernels for every op in every dtype it computes in, and no CUDA
 // backend to report gaps, so no model compiles differently with --no-fallback today (placement's
 // own tests, tests/passes/placement_test.cpp Story7, cover a gap). What the tool can show: the
@@ -247,7 +230,7 @@ TEST_F(FerryCompileUsage, NoFallbackReachesTheCompile) {
   EXPECT_EQ(with.out, without.out);
 }
 
-// Item 6: a binary file gives at most kMaxErrorsShown (20) errors, every byte a terminal shows.
+// A binary file gives at most kMaxErrorsShown (20) errors, every byte a terminal shows.
 TEST_F(FerryCompileUsage, ABinaryFileGivesFewPrintableErrors) {
   std::string bytes;
   for (int i = 0; i < 200000; ++i) bytes += static_cast<char>((i * 7919 + i / 13) % 256);
@@ -269,30 +252,57 @@ TEST_F(FerryCompileUsage, ABinaryFileGivesFewPrintableErrors) {
   EXPECT_EQ(all.items.back()["code"].text, "limit");
 }
 
-// Item 6: a compiled executable is no model.
+// A compiled executable is no model.
 TEST_F(FerryCompileUsage, AnExecutableIsRunNotCompiled) {
   const std::string exe = path("mlp.ferry");
   ASSERT_EQ(run(shellQuote(write("mlp.fy", kMlp)) + " -o " + shellQuote(exe)).exit, 0);
   expectUsageError(shellQuote(exe),
                    "'" + exe + "' is a compiled executable, not a model; run it with ferry-run");
+  // The magic alone decides, whatever the name (ferry-run decides the same way,
+  // runtime/artifact.h): a broken executable is still no model; seven of its eight bytes are.
+  const std::string fake = write("fake.fy", "FERRYEXE and then text");
+  expectUsageError(shellQuote(fake), "'" + fake + "' is a compiled executable, not a model");
+  Result cut = run(shellQuote(write("cut.fy", "FERRYEX")));
+  EXPECT_EQ(cut.exit, 1) << cut.err;
+  EXPECT_TRUE(contains(cut.err, path("cut.fy") + ":1:1: error: ")) << cut.err;
 }
 
-// Item 6: what dot says when it fails is folded into ferry-compile's one line.
+// -o MODEL.ferry writes the executable beside the documents asked for, so that the text dump,
+// the default, still goes to standard output; --emit none -o MODEL.ferry writes the executable
+// alone, as the error for --emit none -o FILE says.
+TEST_F(FerryCompileUsage, TheExecutableAloneIsEmitNone) {
+  const std::string model = shellQuote(write("mlp.fy", kMlp));
+  const std::string withText = path("a.ferry"), alone = path("b.ferry");
+  Result both = run(model + " -o " + shellQuote(withText));
+  EXPECT_EQ(both.exit, 0) << both.err;
+  EXPECT_TRUE(both.out.starts_with("graph mlp {\n")) << both.out;
+  EXPECT_TRUE(contains(both.out, "# summary of 'mlp', per run:\n")) << both.out;
+  EXPECT_EQ(both.err, "ferry-compile: wrote the executable to " + withText + "\n");
+  Result only = run(model + " --emit none -o " + shellQuote(alone));
+  EXPECT_EQ(only.exit, 0) << only.err;
+  EXPECT_EQ(only.out, "");
+  EXPECT_EQ(only.err, "ferry-compile: wrote the executable to " + alone + "\n");
+  EXPECT_EQ(readFile(alone), readFile(withText));
+  expectUsageError(model + " --emit none -o " + shellQuote(path("n.dot")),
+                   "-o " + path("n.dot") +
+                       ": --emit none writes nothing there (--emit none -o MODEL.ferry writes "
+                       "only the executable)");
+}
+
+// What dot says when it fails is folded into ferry-compile's one line.
 TEST_F(FerryCompileUsage, DotsErrorsAreFoldedIntoOneLine) {
   const std::string bin = path("bin");
   fs::create_directories(bin);
   write("bin/dot", "#!/bin/sh\necho 'Error: Could not open \"x\" for writing' >&2\n"
                    "echo 'second line' >&2\nexit 3\n");
   fs::permissions(bin + "/dot", fs::perms::owner_all);
-  const std::string cmd = "env PATH=" + shellQuote(bin) + " " + shellQuote(FERRY_COMPILE) +
-                          " --emit svg -o " + shellQuote(path("x.svg")) + " " +
-                          shellQuote(write("mlp.fy", kMlp));
-  const int status =
-      std::system((cmd + " >" + shellQuote(path("out")) + " 2>" + shellQuote(path("err"))).c_str());
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 2);
-  EXPECT_EQ(readFile(path("out")), "");
-  EXPECT_EQ(readFile(path("err")),
+  Result r = runTool(FERRY_COMPILE,
+                     "--emit svg -o " + shellQuote(path("x.svg")) + " " +
+                         shellQuote(write("mlp.fy", kMlp)),
+                     {.env = "PATH=" + shellQuote(bin)});
+  EXPECT_EQ(r.exit, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
             "ferry-compile: error: svg: dot failed (exit status 3): Error: Could not open \"x\" "
             "for writing; second line\n");
   EXPECT_FALSE(fs::exists(path("x.svg")));

@@ -1,5 +1,7 @@
-// tests/tools/json_test_util.h — a small JSON reader for the tools' tests: enough to check the
-// manifest against its schema and that stderr under --diagnostics json is one JSON document.
+// tests/tools/json_test_util.h — a small, strict JSON reader for the tools' tests: enough to check
+// the manifest against its schema and that stderr under --diagnostics json is one JSON document,
+// and strict where JSON is (UTF-8 only, no raw control characters, known escapes), so that what
+// it accepts any JSON parser accepts.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +10,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "common/utf8_check.h"
 
 namespace ferry::tooltest {
 
@@ -101,33 +105,85 @@ class JsonReader {
     return v;
   }
 
+  // A string as RFC 8259 has it: UTF-8 (every sequence well-formed), no raw control character,
+  // only the escapes it lists, \uXXXX with four hex digits and surrogates only in pairs. The
+  // escapes are decoded, so `text` is UTF-8.
   Json string() {
     Json v;
     v.kind = Json::Kind::String;
     if (i_ >= s_.size() || s_[i_] != '"') return fail("a string expected"), v;
-    for (++i_; i_ < s_.size() && s_[i_] != '"'; ++i_) {
-      if (static_cast<unsigned char>(s_[i_]) < 0x20) return fail("a raw control character"), v;
-      if (s_[i_] != '\\') {
-        v.text += s_[i_];
+    for (++i_; i_ < s_.size() && s_[i_] != '"';) {
+      const auto c = static_cast<unsigned char>(s_[i_]);
+      if (c < 0x20) return fail("a raw control character"), v;
+      if (c != '\\') {
+        const size_t n = testutil::utf8Length(s_, i_);
+        if (n == 0) return fail("invalid UTF-8 (byte " + std::to_string(c) + ")"), v;
+        v.text += s_.substr(i_, n);
+        i_ += n;
         continue;
       }
       if (++i_ >= s_.size()) break;
-      switch (s_[i_]) {
+      const char e = s_[i_++];
+      switch (e) {
+        case '"':
+        case '\\':
+        case '/': v.text += e; break;
         case 'n': v.text += '\n'; break;
         case 't': v.text += '\t'; break;
         case 'r': v.text += '\r'; break;
         case 'b': v.text += '\b'; break;
         case 'f': v.text += '\f'; break;
-        case 'u':  // kept as written: the tests compare no escaped text
-          v.text += "\\u" + std::string(s_.substr(i_ + 1, 4));
-          i_ += 4;
+        case 'u': {
+          long cp = hex4();
+          if (cp < 0) return fail("\\u needs four hex digits"), v;
+          if (cp >= 0xDC00 && cp <= 0xDFFF) return fail("a lone low surrogate"), v;
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (s_.substr(i_, 2) != "\\u") return fail("a lone high surrogate"), v;
+            i_ += 2;
+            const long low = hex4();
+            if (low < 0xDC00 || low > 0xDFFF) return fail("a lone high surrogate"), v;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          }
+          appendUtf8(v.text, cp);
           break;
-        default: v.text += s_[i_];
+        }
+        default: return fail(std::string("an unknown escape \\") + e), v;
       }
     }
     if (i_ >= s_.size()) return fail("unterminated string"), v;
     ++i_;
     return v;
+  }
+
+  // The four hex digits at i_ (consumed), or -1.
+  long hex4() {
+    if (i_ + 4 > s_.size()) return -1;
+    long v = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const char h = s_[i_ + k];
+      const int d = h >= '0' && h <= '9'   ? h - '0'
+                    : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                    : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                           : -1;
+      if (d < 0) return -1;
+      v = v * 16 + d;
+    }
+    i_ += 4;
+    return v;
+  }
+
+  static void appendUtf8(std::string &out, long cp) {
+    const auto byte = [&](long b) { out += static_cast<char>(b); };
+    if (cp < 0x80) {
+      byte(cp);
+    } else if (cp < 0x800) {
+      byte(0xC0 | (cp >> 6)), byte(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      byte(0xE0 | (cp >> 12)), byte(0x80 | ((cp >> 6) & 0x3F)), byte(0x80 | (cp & 0x3F));
+    } else {
+      byte(0xF0 | (cp >> 18)), byte(0x80 | ((cp >> 12) & 0x3F));
+      byte(0x80 | ((cp >> 6) & 0x3F)), byte(0x80 | (cp & 0x3F));
+    }
   }
 
   // The JSON number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?

@@ -21,17 +21,20 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/scratch.h"
 #include "ir/parser.h"
 #include "json_test_util.h"
 #include "passes/compile.h"
 #include "runtime/executable.h"
 #include "tool_test_util.h"
+#include "tools/ferry-compile/device_totals.h"
 #include "tools/ferry-compile/json.h"
 
 namespace ferry {
@@ -145,21 +148,30 @@ bool rejected(const std::string &command) {
          !contains(command, "--placement auto");
 }
 
-/// What `ferry-compile --emit json` writes for `inv`, run from the repository root: the model
-/// parsed under its relative path, the backends' capabilities merged in as main.cpp merges them.
-std::string manifestFor(const Invocation &inv) {
+/// The compile `ferry-compile` makes for `inv`, run from the repository root: the model parsed
+/// under its relative path, the backends' capabilities merged into `options` as main.cpp merges
+/// them. nullopt (and a failure) when the model does not parse.
+std::optional<CompileResult> compileFor(const Invocation &inv, CompileOptions &options) {
   const fs::path path = kSource / inv.model;
   Expected<Graph> graph =
       parseGraph(readFile(path), inv.model, ParseOptions{.baseDir = path.parent_path().string()});
   EXPECT_TRUE(graph.ok()) << inv.command << ": " << graph.status().message();
-  if (!graph.ok()) return "";
-  CompileOptions options = inv.options;
+  if (!graph.ok()) return std::nullopt;
+  options = inv.options;
   Capabilities table = backendCapabilities();
   table.merge(options.capabilities);
   options.capabilities = std::move(table);
   CompileResult result = compile(std::move(graph).value(), options);
   EXPECT_EQ(result.ok(), !rejected(inv.command)) << inv.command;
-  return emitManifest(result, options, EmitOptions{.locations = inv.locations});
+  return result;
+}
+
+/// What `ferry-compile --emit json` writes for `inv`.
+std::string manifestFor(const Invocation &inv) {
+  CompileOptions options;
+  const std::optional<CompileResult> result = compileFor(inv, options);
+  if (!result) return "";
+  return emitManifest(*result, options, EmitOptions{.locations = inv.locations});
 }
 
 /// One example of the doc: its command and the offsets of its JSON text in the doc.
@@ -557,18 +569,13 @@ TEST(Manifest, GoldensHoldNoPathsPointersOrTimings) {
 // The binary writes the goldens too, run from the repository root; a rejected compile with exit
 // status 1, its errors on stderr too.
 TEST(Manifest, ToolWritesTheGoldens) {
-  const fs::path out = fs::temp_directory_path() / ("manifest_test." + std::to_string(::getpid()));
+  const testutil::ScratchDir scratch("manifest_test");
   for (const auto &[golden, command] : allGoldens()) {
-    const std::string args = command.substr(command.find(' '));
-    const std::string cmd = "cd " + tooltest::shellQuote(kSource.string()) + " && " +
-                            tooltest::shellQuote(FERRY_COMPILE) + args + " >" +
-                            tooltest::shellQuote(out.string()) + " 2>/dev/null";
-    const int status = std::system(cmd.c_str());
-    ASSERT_TRUE(WIFEXITED(status)) << cmd;
-    EXPECT_EQ(WEXITSTATUS(status), rejected(command) ? 1 : 0) << cmd;
-    const std::string text = readFile(out);
-    fs::remove(out);
-    EXPECT_EQ(text, readFile(kGoldens / golden)) << command;
+    const std::string args = command.substr(command.find(' ') + 1);
+    const tooltest::Result r =
+        tooltest::runCommand(scratch.path(), FERRY_COMPILE, args, {.workDir = kSource});
+    EXPECT_EQ(r.exit, rejected(command) ? 1 : 0) << command << "\n" << r.err;
+    EXPECT_EQ(r.out, readFile(kGoldens / golden)) << command;
   }
 }
 
@@ -619,6 +626,33 @@ TEST(Manifest, DeviceStatisticsAreTheSummarys) {
   EXPECT_EQ(stopped["outcome"].text, "stopped");
   EXPECT_TRUE(stopped["statistics"]["devices"]["cpu:1"]["peak_workspace_bytes"].isNull());
   EXPECT_EQ(stopped["statistics"]["devices"]["cpu:1"]["nodes"].integer(), 4);
+}
+
+// ferry-compile lowers the graph once and computes the per-device totals once, for the text
+// summary and the manifest both; the manifest writes the totals it is given and computes none
+// itself. Without totals (the overload a library caller uses) it lowers for itself, and writes
+// the same bytes.
+TEST(Manifest, WritesTheDeviceTotalsItIsGiven) {
+  CompileOptions options;
+  const std::optional<CompileResult> result =
+      compileFor(parseCommand(kMoreGoldens[1].second), options);
+  ASSERT_TRUE(result && result->ok());
+  Expected<Executable> exe = lower(result->graph, options);
+  ASSERT_TRUE(exe.ok()) << exe.status().message();
+  std::map<Device, DeviceTotals> totals = deviceTotals(result->graph, &*exe);
+  EXPECT_EQ(emitManifest(*result, options, totals), emitManifest(*result, options));
+  ASSERT_TRUE(totals.contains(Device::cpu(1)));
+  EXPECT_EQ(totals.at(Device::cpu(1)).workspaceBytes, 130u * 1024);
+  // Without an executable deviceTotals lowers nothing: the workspaces are unknown.
+  const std::map<Device, DeviceTotals> unlowered = deviceTotals(result->graph, nullptr);
+  EXPECT_FALSE(unlowered.at(Device::cpu(1)).workspaceBytes.has_value());
+  EXPECT_EQ(unlowered.at(Device::cpu(1)).nodes, totals.at(Device::cpu(1)).nodes);
+  // Given totals are written as given.
+  totals[Device::cpu(1)].workspaceBytes = 12345;
+  totals[Device::cpu(1)].nodes = 7;
+  const Json m = parseJson(emitManifest(*result, options, totals));
+  EXPECT_EQ(m["statistics"]["devices"]["cpu:1"]["peak_workspace_bytes"].integer(), 12345);
+  EXPECT_EQ(m["statistics"]["devices"]["cpu:1"]["nodes"].integer(), 7);
 }
 
 TEST(Manifest, MatchesTheDocumentedSchema) {

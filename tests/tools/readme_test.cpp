@@ -6,7 +6,6 @@
 // compared up to its first number and from its final parenthesis.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -20,7 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using tooltest::contains;
 using tooltest::readFile;
-using tooltest::shellQuote;
 
 struct Session {
   std::string args;      ///< after `$ ferry-compile`
@@ -61,22 +59,22 @@ std::string maskTimes(const std::string &text) {
   return out;
 }
 
-TEST(Readme, FerryCompileSessionsAreWhatTheToolPrints) {
+class Readme : public tooltest::ToolTest {};
+
+// ferry-compile writes standard output before stderr (its report comes last), so the two read
+// one after the other as a terminal shows them.
+TEST_F(Readme, FerryCompileSessionsAreWhatTheToolPrints) {
   const fs::path root = FERRY_SOURCE_DIR;
   const std::vector<Session> sessions = consoleSessions(readFile(root / "README.md"));
   ASSERT_GE(sessions.size(), 5u) << "README.md's ferry-compile section shows its sessions";
-  const fs::path out = fs::temp_directory_path() / ("readme_test." + std::to_string(::getpid()));
   for (const Session &s : sessions) {
-    const std::string cmd = "cd " + shellQuote(root.string()) + " && " + shellQuote(FERRY_COMPILE) +
-                            " " + s.args + " >" + shellQuote(out.string()) + " 2>&1";
-    const int status = std::system(cmd.c_str());
-    ASSERT_TRUE(WIFEXITED(status)) << cmd;
-    const std::string printed = readFile(out);
+    const tooltest::Result r = runTool(FERRY_COMPILE, s.args, {.workDir = root});
+    ASSERT_NE(r.exit, -1) << s.args;
+    const std::string printed = r.out + r.err;
     EXPECT_EQ(maskTimes(printed), maskTimes(s.expected))
         << "README.md shows for `ferry-compile " << s.args << "` what the tool no longer prints:\n"
         << printed;
   }
-  fs::remove(out);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // tests/tools/tool_test_util.h — running a tool binary in tests: a scratch folder per test, the
-// command run through the shell with stdout and stderr captured, and small text helpers.
+// command run through the shell (in a given folder, with given variables) with stdout and stderr
+// captured, and small text helpers.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -70,6 +71,30 @@ inline std::string shellQuote(const std::string &s) {
   return out + "'";
 }
 
+/// How a tool is run: what goes before it on the shell's command line, and where.
+struct RunOptions {
+  std::string env;   ///< variable assignments for the shell ("FERRY_NUM_THREADS=abc"), or ""
+  fs::path workDir;  ///< the folder it runs in; empty: the test's own
+};
+
+/// Runs `binary` with `args` (already shell-quoted where needed) through the shell, in
+/// `options.workDir`, its stdout and stderr captured through the files `scratch`/stdout and
+/// `scratch`/stderr.
+inline Result runCommand(const fs::path &scratch, const std::string &binary,
+                         const std::string &args, const RunOptions &options = {}) {
+  const std::string out = (scratch / "stdout").string(), err = (scratch / "stderr").string();
+  const std::string cmd =
+      (options.workDir.empty() ? "" : "cd " + shellQuote(options.workDir.string()) + " && ") +
+      (options.env.empty() ? "" : options.env + " ") + shellQuote(binary) + " " + args + " >" +
+      shellQuote(out) + " 2>" + shellQuote(err);
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = readFile(out);
+  r.err = readFile(err);
+  return r;
+}
+
 /// A fixture with a fresh scratch folder per test, removed afterwards.
 class ToolTest : public ::testing::Test {
  protected:
@@ -92,17 +117,11 @@ class ToolTest : public ::testing::Test {
     return path(name);
   }
 
-  /// Runs `binary` with `args` (already shell-quoted where needed); `env` is put before the
-  /// command as the shell's variable assignments ("FERRY_NUM_THREADS=abc").
-  Result runTool(const std::string &binary, const std::string &args, const std::string &env = "") {
-    const std::string cmd = (env.empty() ? "" : env + " ") + shellQuote(binary) + " " + args +
-                            " >" + shellQuote(path("stdout")) + " 2>" + shellQuote(path("stderr"));
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = readFile(dir_ / "stdout");
-    r.err = readFile(dir_ / "stderr");
-    return r;
+  /// Runs `binary` with `args` (already shell-quoted where needed) as runCommand does, its
+  /// output captured in this test's folder.
+  Result runTool(const std::string &binary, const std::string &args,
+                 const RunOptions &options = {}) {
+    return runCommand(dir_, binary, args, options);
   }
 
   fs::path dir_;

@@ -20,6 +20,12 @@ const CLI::Option *optionOf(const CLI::App &app, const std::string &arg) {
 
 bool takesValue(const CLI::Option *o) { return o != nullptr && o->get_expected_min() > 0; }
 
+// A flag that takes an optional value attached with '=' (`--random-inputs[=SEED]`): its type name,
+// which --help shows, starts with "[=".
+bool takesAttachedValue(const CLI::Option *o) {
+  return o != nullptr && !takesValue(o) && o->get_type_name().starts_with("[=");
+}
+
 // `arg` is an option written alone, its value (if any) in the next argument.
 bool valueFollows(const CLI::App &app, const std::string &arg) {
   return takesValue(optionOf(app, arg)) && arg.find('=') == std::string::npos;
@@ -57,6 +63,12 @@ std::string optionValueError(const CLI::App &app, const std::vector<std::string>
     const std::string name = args[i].substr(0, eq);
     if (eq != std::string::npos) {
       const std::string value = args[i].substr(eq + 1);
+      if (takesAttachedValue(o) && value.empty()) {
+        std::string form = o->get_type_name().substr(1);  // "=SEED]"
+        if (form.ends_with(']')) form.pop_back();
+        return name + ": expected " + name + form + ", got nothing after '='";
+      }
+      if (takesAttachedValue(o)) continue;
       if (!takesValue(o)) return name + " takes no value, got " + quoted(value);
       if (value.empty()) return name + ": expected " + expectedValue(app, name) + ", got nothing";
       continue;

@@ -18,7 +18,8 @@ namespace ferry {
 /// `--emit` as the device list) and not an empty `--opt=`; a flag is given none (CLI11 would read
 /// `--stats=2` as a count). Returns "" when all is well, else one line such as
 /// "--devices: expected LIST (devices the model may use, e.g. cpu,cpu:1,cuda:0), got nothing".
-/// `-` alone is a value (standard output), not an option.
+/// `-` alone is a value (standard output), not an option. A flag whose type name starts with
+/// "[=" (`--random-inputs[=SEED]`) takes an optional value attached with '=', not an empty one.
 std::string optionValueError(const CLI::App &app, const std::vector<std::string> &args);
 
 /// CLI11's parse error `e` for `args` (in command-line order), as one line that names the option

@@ -133,16 +133,19 @@ Status validateAlone(const CompileOptions &probe, std::string_view flag) {
 }
 
 Status integerFlag(const std::string &s, std::string_view flag, int64_t min,
-                   std::optional<int64_t> &out) {
+                   std::optional<int64_t> &out, int64_t max) {
   if (s.empty()) return {};
   int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   std::string expected = min == 0   ? "a non-negative integer"
                          : min == 1 ? "a positive integer"
                                     : "an integer of at least " + std::to_string(min);
-  if (ec == std::errc::result_out_of_range && end == s.data() + s.size())
+  // Too many digits for int64 is too large, unless it is too small (a long negative number).
+  const bool tooLarge = (ec == std::errc::result_out_of_range && !s.starts_with('-')) ||
+                        (ec == std::errc() && v > max);
+  if (tooLarge && end == s.data() + s.size())
     return flagError(flag, "'" + s + "' is out of range: expected " + expected + " up to " +
-                               std::to_string(std::numeric_limits<int64_t>::max()));
+                               std::to_string(max));
   if (ec != std::errc() || end != s.data() + s.size() || v < min)
     return flagError(flag, "expected " + expected + ", got '" + s + "'");
   out = v;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,9 +52,12 @@ Status flagError(std::string_view flag, std::string why);
 /// An option checked on its own by CompileOptions::validate (everything else at its default, so
 /// that a message is about this option only).
 Status validateAlone(const CompileOptions &probe, std::string_view flag);
-/// `s` as an integer >= `min` ("" leaves `out` unset); otherwise an error naming `flag`.
+/// `s` as an integer from `min` to `max` ("" leaves `out` unset); otherwise an error naming
+/// `flag`, what it expects and what came: "--iterations: expected a positive integer, got 'x'"
+/// (not a number, or below `min`), "--iterations: '2000000' is out of range: expected a positive
+/// integer up to 1000000" (above `max`, however many digits).
 Status integerFlag(const std::string &s, std::string_view flag, int64_t min,
-                   std::optional<int64_t> &out);
+                   std::optional<int64_t> &out, int64_t max = std::numeric_limits<int64_t>::max());
 /// Why `path` cannot be read (strerror text), or "" when it can.
 std::string unreadableReason(const std::string &path);
 

@@ -6,7 +6,7 @@
 
 #include "passes/pass.h"
 #include "tools/common/cli_errors.h"
-#include "tools/ferry-compile/report.h"
+#include "tools/common/report.h"
 
 namespace ferry {
 
@@ -85,7 +85,8 @@ std::optional<int> parseCommandLine(int argc, char **argv, Options &o) {
                "ferry-compile"};
   addOptions(app, o);
   const std::vector<std::string> given(argv + 1, argv + argc);
-  Report report(jsonRequested(given) ? Report::Format::Json : Report::Format::Text);
+  Report report(jsonRequested(given) ? Report::Format::Json : Report::Format::Text,
+                "ferry-compile");
   // `--explain` takes an optional value: `--explain %h` names a value, a bare `--explain` (its
   // next argument not a %value) explains a rejection. Rewritten as `--explain=...` for CLI11,
   // which would otherwise take the model file as the value.

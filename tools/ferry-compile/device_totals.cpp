@@ -3,13 +3,9 @@
 
 #include <vector>
 
-#include "runtime/executable.h"
-
 namespace ferry {
 
-std::map<Device, DeviceTotals> deviceTotals(const CompileResult &result,
-                                            const CompileOptions &options) {
-  const Graph &g = result.graph;
+std::map<Device, DeviceTotals> deviceTotals(const Graph &g, const Executable *lowered) {
   std::map<Device, DeviceTotals> per;
   for (const ParamDecl &p : g.params())
     if (const std::optional<Device> &d = g.value(p.value).device)
@@ -27,13 +23,13 @@ std::map<Device, DeviceTotals> deviceTotals(const CompileResult &result,
     t.flops += c.flops;
     t.bytes += c.bytes;
   }
-  // The workspaces of the plan the runtime would run: only a whole, accepted compile lowers.
-  if (result.ok() && options.stopAfter.empty()) {
-    Expected<Executable> exe = lower(g, options);
-    if (exe.ok())
-      for (const Workspace &w : exe->workspaces) per[w.device].workspaceBytes = w.bytes;
-  }
+  if (lowered != nullptr)
+    for (const Workspace &w : lowered->workspaces) per[w.device].workspaceBytes = w.bytes;
   return per;
+}
+
+bool lowerable(const CompileResult &result, const CompileOptions &options) {
+  return result.ok() && options.stopAfter.empty();
 }
 
 }  // namespace ferry

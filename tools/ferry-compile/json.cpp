@@ -13,6 +13,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <span>
 #include <string_view>
@@ -479,12 +480,11 @@ std::string_view outcome(const CompileResult &result) {
 }  // namespace
 
 std::string emitManifest(const CompileResult &result, const CompileOptions &options,
-                         const EmitOptions &emit) {
+                         const std::map<Device, DeviceTotals> &totals, const EmitOptions &emit) {
   const Graph &g = result.graph;
   const Writer w(g, emit, /*manifest=*/true, result.diagnostics);
   // A rejected plan has no statistics: the pipeline stopped before describing it.
-  const std::string statistics =
-      result.ok() ? w.statistics(result.stats, deviceTotals(result, options)) : "null";
+  const std::string statistics = result.ok() ? w.statistics(result.stats, totals) : "null";
   return "{\n  \"format\": \"ferry.graph\",\n  \"version\": " + std::to_string(kManifestVersion) +
          ",\n  \"graph\": " + jsonString(g.name()) + ",\n  \"options\": " + jsonOptions(options) +
          ",\n  \"last_pass\": " + jsonOptString(result.lastPass) +
@@ -493,6 +493,16 @@ std::string emitManifest(const CompileResult &result, const CompileOptions &opti
          ",\n  \"outputs\": " + w.outputs() + ",\n  \"transfers\": " + w.transfers() +
          ",\n  \"casts\": " + w.casts() + ",\n  \"statistics\": " + statistics +
          ",\n  \"diagnostics\": " + w.diagnostics(result.diagnostics) + "\n}\n";
+}
+
+std::string emitManifest(const CompileResult &result, const CompileOptions &options,
+                         const EmitOptions &emit) {
+  std::optional<Executable> lowered;
+  if (lowerable(result, options))
+    if (Expected<Executable> exe = lower(result.graph, options); exe.ok())
+      lowered = std::move(exe).value();
+  return emitManifest(result, options, deviceTotals(result.graph, lowered ? &*lowered : nullptr),
+                      emit);
 }
 
 std::string emitJson(const Graph &g, const EmitOptions &options) {

@@ -2,9 +2,11 @@
 // manifest, format "ferry.graph" version 3, whose schema is docs/manifest.md.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "passes/compile.h"
+#include "tools/ferry-compile/device_totals.h"
 #include "tools/ferry-compile/emit.h"
 
 namespace ferry {
@@ -18,12 +20,19 @@ inline constexpr int kManifestVersion = 3;
 /// specifies: the options that decide placement; the graph's inputs, params, nodes (in
 /// topological order) and outputs, each value with its device and dtype and the reason for each
 /// (structured and as one line of text); every transfer and cast with its bytes per run; the
-/// statistics (no pass timings; per device too, which lowers the graph for its workspaces) and the
-/// compile's diagnostics. Deterministic: the same model text,
-/// model path (locations quote it as given), options and ferry build give the same bytes. With
+/// statistics (no pass timings; per device: `totals`, from deviceTotals(), read only for an
+/// accepted compile) and the compile's diagnostics. Deterministic: the same model text, model
+/// path (locations quote it as given), options and ferry build give the same bytes. With
 /// `emit.locations` off no location appears, neither in "location" fields (null) nor in texts.
 /// Any result can be written, a rejected or stopped one too (`outcome` says which): values not
 /// placed yet have a null device and reasons of kind "none"; a rejected one has null statistics.
+std::string emitManifest(const CompileResult &result, const CompileOptions &options,
+                         const std::map<Device, DeviceTotals> &totals,
+                         const EmitOptions &emit = {});
+
+/// The same manifest for a caller that has no totals yet: lowers the graph once (a whole,
+/// accepted compile only) for the workspaces, then computes the totals. ferry-compile passes
+/// the totals it computed for all its outputs instead.
 std::string emitManifest(const CompileResult &result, const CompileOptions &options,
                          const EmitOptions &emit = {});
 

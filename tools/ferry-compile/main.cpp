@@ -12,21 +12,24 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "passes/compile.h"
+#include "runtime/artifact.h"
 #include "runtime/executable.h"
 #include "tools/common/compile_flags.h"
+#include "tools/common/report.h"
 #include "tools/ferry-compile/command_line.h"
 #include "tools/ferry-compile/device_totals.h"
 #include "tools/ferry-compile/dot.h"
 #include "tools/ferry-compile/explain.h"
 #include "tools/ferry-compile/json.h"
 #include "tools/ferry-compile/outputs.h"
-#include "tools/ferry-compile/report.h"
 #include "tools/ferry-compile/stats.h"
 #include "tools/ferry-compile/svg.h"
 
@@ -51,28 +54,22 @@ std::string firstCode(const Status &s) {
   return s.diagnostics().empty() ? "io" : s.diagnostics().front().code;
 }
 
-// A compiled executable given as the model: docs/artifact.md's magic opens the file.
-bool isExecutableFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[8] = {};
-  in.read(magic, sizeof magic);
-  return in.gcount() == sizeof magic && std::string_view(magic, sizeof magic) == "FERRYEXE";
-}
-
 // One output, rendered: its destination and its bytes.
 struct Rendered {
   Destination to;
   std::string bytes;
 };
 
-// `format` of `result`; a rejected compile is drawn with its diagnostics on its nodes.
+// `format` of `result`; a rejected compile is drawn with its diagnostics on its nodes. `totals`
+// are the per-device totals, computed once for the text summary and the manifest.
 Expected<std::string> render(const CompileResult &result, const std::string &format,
                              const Options &o, const CompileOptions &options,
-                             const std::string &summary) {
+                             const std::string &summary,
+                             const std::map<Device, DeviceTotals> &totals) {
   if (format == "text")
     return printGraph(result.graph, PrintOptions{.locations = !o.noLocations}) + summary;
   if (format == "json")
-    return emitManifest(result, options, EmitOptions{.locations = !o.noLocations});
+    return emitManifest(result, options, totals, EmitOptions{.locations = !o.noLocations});
   DotOptions dot;
   dot.locations = !o.noLocations;
   dot.devices = options.devices;
@@ -153,23 +150,33 @@ int run(const Options &o, Report &report) {
   if (explainRejection) original = *graph;
   const CompileResult result = compile(std::move(graph).value(), options);
 
-  // 3. render
+  // 3. render. The graph is lowered at most once: for -o MODEL.ferry, and for the workspaces of
+  // the per-device totals, which only the text summary and the manifest read.
   Expected<std::vector<std::string>> named = explainNamed(result.graph, o);
   if (!named.ok()) return report.usage(oneLine(named.status()));
+  const bool wantsTotals =
+      result.ok() &&
+      std::any_of(plan->documents.begin(), plan->documents.end(),
+                  [](const Destination &d) { return d.format == "text" || d.format == "json"; });
+  const bool wantsArtifact = !plan->artifact.empty() && result.ok();
+  std::optional<Executable> executable;
+  if ((wantsArtifact || wantsTotals) && lowerable(result, options)) {
+    Expected<Executable> exe = lower(result.graph, options);
+    // Only the executable needs it; without one the totals leave the workspaces unknown.
+    if (!exe.ok() && wantsArtifact)
+      return report.usage(oneLine(exe.status()), firstCode(exe.status()));
+    if (exe.ok()) executable = std::move(exe).value();
+  }
+  std::map<Device, DeviceTotals> totals;
+  if (wantsTotals) totals = deviceTotals(result.graph, executable ? &*executable : nullptr);
   std::string summary;
-  if (result.ok()) summary = renderSummary(result, deviceTotals(result, options));
+  if (wantsTotals) summary = renderSummary(result, totals);
   std::vector<Rendered> outputs;
   for (const Destination &d : plan->documents) {
     if (!result.ok() && d.format == "text") continue;  // a rejected graph is no model to read
-    Expected<std::string> bytes = render(result, d.format, o, options, summary);
+    Expected<std::string> bytes = render(result, d.format, o, options, summary, totals);
     if (!bytes.ok()) return report.usage(oneLine(bytes.status()), firstCode(bytes.status()));
     outputs.push_back({d, std::move(bytes).value()});
-  }
-  std::optional<Executable> executable;
-  if (!plan->artifact.empty() && result.ok()) {
-    Expected<Executable> exe = lower(result.graph, options);
-    if (!exe.ok()) return report.usage(oneLine(exe.status()), firstCode(exe.status()));
-    executable = std::move(exe).value();
   }
 
   // 4. write: files first, standard output last, so that a failing file leaves stdout empty.
@@ -177,8 +184,10 @@ int run(const Options &o, Report &report) {
   for (const Rendered &r : outputs)
     if (!r.to.path.empty())
       if (Status s = write(r, result, o, summary); !s.ok()) return report.usage(oneLine(s), "io");
-  if (executable)  // saved atomically: a temporary file renamed
+  if (wantsArtifact) {  // saved atomically: a temporary file renamed
+    FERRY_CHECK(executable) << "-o " << plan->artifact << " without an executable";
     if (Status s = executable->save(plan->artifact); !s.ok()) return report.usage(oneLine(s), "io");
+  }
   for (const Rendered &r : outputs)
     if (r.to.path.empty())
       if (Status s = write(r, result, o, summary); !s.ok()) return report.usage(oneLine(s), "io");
@@ -198,7 +207,7 @@ int run(const Options &o, Report &report) {
   for (const Rendered &r : outputs)
     if (!r.to.path.empty())
       report.info("output", "ferry-compile: wrote " + r.to.format + " to " + r.to.path + "\n");
-  if (!plan->artifact.empty() && result.ok())
+  if (wantsArtifact)
     report.info("output", "ferry-compile: wrote the executable to " + plan->artifact + "\n");
   report.flush();
   return result.ok() ? kOk : kRejected;
@@ -212,6 +221,7 @@ int main(int argc, char **argv) {
   ferry::Options o;
   if (std::optional<int> done = ferry::parseCommandLine(argc, argv, o)) return *done;
   ferry::Report report(o.diagnostics == "json" ? ferry::Report::Format::Json
-                                               : ferry::Report::Format::Text);
+                                               : ferry::Report::Format::Text,
+                       "ferry-compile");
   return ferry::run(o, report);
 }

@@ -111,8 +111,8 @@ Expected<OutputPlan> planOutputs(const OutputRequest &r) {
                       "--emit-dir)");
   if (none && !file.empty())
     return usageError("-o " + file +
-                      ": --emit none writes nothing there (-o MODEL.ferry alone "
-                      "writes only the executable)");
+                      ": --emit none writes nothing there (--emit none -o MODEL.ferry writes "
+                      "only the executable)");
   if (none && !r.emitDir.empty())
     return usageError("--emit-dir " + r.emitDir + ": --emit none writes nothing there");
   if (r.emitDir.empty() && formats.size() > 1)

@@ -4,14 +4,17 @@
 //
 // The steps, in order; each failure exits with the status --help states:
 //   1. flags       every option and FERRY_NUM_THREADS checked, one line naming the flag or the
-//                  variable; --input files read and their .npy headers checked (2)
+//                  variable (command-line errors worded as ferry-compile's, tools/common/
+//                  cli_errors.h); --input files read and their .npy headers checked (2)
 //   2. model       an artifact when the file starts with the artifact's magic, else .fy text:
 //                  parsed and built (2 unreadable, 1 rejected by the compiler or the parser,
-//                  diagnostics rendered as ferry-compile does)
+//                  diagnostics written as ferry-compile writes them, through the shared Report
+//                  of tools/common/report.h: capped, escaped)
 //   3. inputs      --input tensors matched to the model's inputs by name, random ones for the
 //                  rest (2)
 //   4. runs        --warmup untimed, then --iterations timed runs on one Session (1; the
-//                  Session's input check is a usage error, 2)
+//                  Session's input check is a usage error, 2); each at most kMaxRuns, and of a
+//                  timed run only its wall time and step times are kept (the last one's whole)
 //   5. report      outputs, timings, the slowest steps on stdout; the last timed run as a
 //                  Chrome trace to --trace; outputs to --output-dir (2 unwritable)
 #include <CLI/CLI.hpp>
@@ -32,9 +35,12 @@
 
 #include "backends/cpu/num_threads.h"
 #include "ir/parser.h"
+#include "runtime/artifact.h"
 #include "runtime/executable.h"
 #include "runtime/session.h"
+#include "tools/common/cli_errors.h"
 #include "tools/common/compile_flags.h"
+#include "tools/common/report.h"
 #include "tools/ferry-run/report.h"
 #include "tools/ferry-run/trace.h"
 
@@ -49,8 +55,9 @@ constexpr int kOk = 0;
 constexpr int kFailed = 1;
 constexpr int kUsage = 2;
 
-// The first bytes of a saved executable (docs/artifact.md).
-constexpr std::string_view kArtifactMagic = "FERRYEXE";
+// The most runs --iterations and --warmup each ask for: enough for any measurement, and their
+// sum stays far from overflowing anything.
+constexpr int64_t kMaxRuns = 1'000'000;
 
 // The command line as written; checked by checkFlags().
 struct Options {
@@ -83,13 +90,10 @@ struct Plan {
   int64_t warmup = 0;
 };
 
-int usageFailure(const std::string &message) {
-  std::cerr << "ferry-run: error: " << message << "\n";
-  return kUsage;
-}
-
-void printDiagnostics(std::span<const Diagnostic> ds) {
-  if (!ds.empty()) std::cerr << renderText(ds, RenderOptions{.snippet = true});
+// Diagnostics, written now: capped at kMaxErrorsShown errors over the whole run, escaped.
+void printDiagnostics(Report &report, std::span<const Diagnostic> ds) {
+  report.diagnostics(ds);
+  report.flush();
 }
 
 // A trace file that cannot be written is better found before the runs than after them; what
@@ -125,10 +129,10 @@ Status checkFlags(const Options &o, Plan &p) {
   }
   std::optional<int64_t> n;
   FERRY_TRY(integerFlag(o.randomSeed, "--random-inputs", 0, p.randomSeed));
-  FERRY_TRY(integerFlag(o.iterations, "--iterations", 1, n));
+  FERRY_TRY(integerFlag(o.iterations, "--iterations", 1, n, kMaxRuns));
   p.iterations = n.value_or(10);
   n.reset();
-  FERRY_TRY(integerFlag(o.warmup, "--warmup", 0, n));
+  FERRY_TRY(integerFlag(o.warmup, "--warmup", 0, n, kMaxRuns));
   p.warmup = n.value_or(1);
   std::error_code ec;
   if (!o.outputDir.empty() && fs::exists(o.outputDir, ec) && !fs::is_directory(o.outputDir, ec))
@@ -136,40 +140,33 @@ Status checkFlags(const Options &o, Plan &p) {
   return checkTracePath(o.trace);
 }
 
-// A saved executable starts with the magic (docs/artifact.md); anything else is given to the
-// .fy parser, whose errors say where the text went wrong, bytes that are not text included.
-bool isArtifact(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  char head[kArtifactMagic.size()];
-  in.read(head, sizeof head);
-  return std::string_view(head, static_cast<size_t>(in.gcount())) == kArtifactMagic;
-}
-
-// The executable of `o.model`, or the exit status of why there is none.
-std::variant<Executable, int> loadModel(const Options &o, const Plan &p) {
+// The executable of `o.model`, or the exit status of why there is none. A saved executable
+// starts with the magic (docs/artifact.md); anything else is given to the .fy parser, whose
+// errors say where the text went wrong, bytes that are not text included.
+std::variant<Executable, int> loadModel(const Options &o, const Plan &p, Report &report) {
   if (std::string why = unreadableReason(o.model); !why.empty())
-    return usageFailure("cannot read '" + o.model + "': " + why);
-  if (isArtifact(o.model)) {
+    return report.usage("cannot read '" + o.model + "': " + why);
+  if (isExecutableFile(o.model)) {
     if (!o.compileFlagGiven.empty())
-      return usageFailure(o.compileFlagGiven + ": applies to .fy models; '" + o.model +
+      return report.usage(o.compileFlagGiven + ": applies to .fy models; '" + o.model +
                           "' is already compiled");
     Expected<Executable> exe = Executable::load(o.model);
-    if (!exe) return usageFailure(oneLine(exe.status()));
+    if (!exe) return report.usage(oneLine(exe.status()));
     return std::move(exe).value();
   }
   Expected<Graph> graph = parseFile(o.model);
   if (!graph) {
     const std::vector<Diagnostic> &ds = graph.status().diagnostics();
-    printDiagnostics(ds);
+    printDiagnostics(report, ds);
     // A file that vanished or failed between the check above and the parse is no model error.
     bool io = std::all_of(ds.begin(), ds.end(), [](const Diagnostic &d) { return d.code == "io"; });
     return io ? kUsage : kFailed;
   }
   std::vector<Diagnostic> warnings;
   Expected<Executable> exe = build(std::move(graph).value(), p.compile, &warnings);
-  printDiagnostics(warnings);
+  printDiagnostics(report, warnings);
   if (!exe) {
-    printDiagnostics(exe.status().diagnostics());
+    printDiagnostics(report, exe.status().diagnostics());
     return kFailed;
   }
   return std::move(exe).value();
@@ -187,10 +184,11 @@ std::string inputList(const Executable &exe) {
 
 // Every input of the model, from its file or made up; each source is printed. Inputs are read
 // onto the host; the Session moves them to their declared devices (counted as input moves).
-std::variant<std::vector<NamedTensor>, int> gatherInputs(const Executable &exe, const Plan &p) {
+std::variant<std::vector<NamedTensor>, int> gatherInputs(const Executable &exe, const Plan &p,
+                                                         Report &report) {
   for (const InputFile &in : p.inputs)
     if (exe.findInput(in.name) < 0)
-      return usageFailure("--input " + in.name + ": the model has no input '" + in.name +
+      return report.usage("--input " + in.name + ": the model has no input '" + in.name +
                           "'; its inputs: " + inputList(exe));
   std::vector<NamedTensor> inputs;
   std::vector<std::string> missing;
@@ -222,7 +220,7 @@ std::variant<std::vector<NamedTensor>, int> gatherInputs(const Executable &exe, 
   if (!missing.empty()) {
     std::string names;
     for (const std::string &m : missing) names += (names.empty() ? "" : ", ") + m;
-    return usageFailure(
+    return report.usage(
         (missing.size() == 1 ? "input " : "inputs ") + names + " not given" +
         " (use --input NAME=FILE.npy or --random-inputs); the model's inputs: " + inputList(exe));
   }
@@ -244,15 +242,15 @@ std::string outputFileName(const std::string &name, std::vector<std::string> &ta
   return file + ".npy";
 }
 
-int writeOutputs(const std::vector<NamedTensor> &outputs, const std::string &dir) {
+int writeOutputs(const std::vector<NamedTensor> &outputs, const std::string &dir, Report &report) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return usageFailure("--output-dir: cannot create '" + dir + "': " + ec.message());
+  if (ec) return report.usage("--output-dir: cannot create '" + dir + "': " + ec.message());
   std::vector<std::string> taken;
   for (const NamedTensor &o : outputs) {
     const std::string path = (fs::path(dir) / outputFileName(o.name, taken)).string();
     if (Status s = o.tensor.writeNpy(path); !s.ok())
-      return usageFailure("--output-dir: " + oneLine(s));
+      return report.usage("--output-dir: " + oneLine(s));
     std::cout << "wrote " << path << "\n";
   }
   return kOk;
@@ -260,7 +258,7 @@ int writeOutputs(const std::vector<NamedTensor> &outputs, const std::string &dir
 
 // The whole file or none of it: a partial trace is removed, so that no viewer opens it (only a
 // plain file: a path such as /dev/full is not ours to remove).
-int writeTrace(const std::string &json, const std::string &path) {
+int writeTrace(const std::string &json, const std::string &path, Report &report) {
   errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << json;
@@ -269,7 +267,7 @@ int writeTrace(const std::string &json, const std::string &path) {
     const std::string why = errno != 0 ? std::strerror(errno) : "write failed";
     std::error_code ec;
     if (fs::is_regular_file(path, ec)) fs::remove(path, ec);
-    return usageFailure("--trace: cannot write '" + path + "': " + why);
+    return report.usage("--trace: cannot write '" + path + "': " + why);
   }
   std::cout << "wrote " << path << " (trace of the last timed run)\n";
   return kOk;
@@ -309,10 +307,10 @@ std::string deviceList(const Executable &exe) {
   return s;
 }
 
-int run(const Options &o) {
+int run(const Options &o, Report &report) {
   Plan p;
-  if (Status s = checkFlags(o, p); !s.ok()) return usageFailure(oneLine(s));
-  std::variant<Executable, int> loaded = loadModel(o, p);
+  if (Status s = checkFlags(o, p); !s.ok()) return report.usage(oneLine(s));
+  std::variant<Executable, int> loaded = loadModel(o, p, report);
   if (const int *status = std::get_if<int>(&loaded)) return *status;
   Executable &exe = std::get<Executable>(loaded);
   std::cout << "model " << exe.name << " (" << o.model << "): devices " << deviceList(exe)
@@ -324,15 +322,17 @@ int run(const Options &o) {
   if (o.check) sessionOptions.checkPlan = true;
   Expected<Session> session = Session::create(std::move(exe), sessionOptions);
   if (!session) {
-    printDiagnostics(session.status().diagnostics());
+    printDiagnostics(report, session.status().diagnostics());
     return kFailed;
   }
-  std::variant<std::vector<NamedTensor>, int> inputs = gatherInputs(session->executable(), p);
+  std::variant<std::vector<NamedTensor>, int> inputs =
+      gatherInputs(session->executable(), p, report);
   if (const int *status = std::get_if<int>(&inputs)) return *status;
   const std::vector<NamedTensor> &given = std::get<std::vector<NamedTensor>>(inputs);
 
+  // Both counts are at most kMaxRuns (checkFlags), so neither they nor their sum overflow.
   const Session::RunOptions runOptions{.outputsOnDevice = o.outputsOnDevice};
-  std::vector<TimedRun> timed;
+  Timings timings;
   std::vector<NamedTensor> outputs;
   for (int64_t i = 0; i < p.warmup + p.iterations; ++i) {
     const auto start = std::chrono::steady_clock::now();
@@ -342,38 +342,31 @@ int run(const Options &o) {
       const std::vector<Diagnostic> &ds = r.status().diagnostics();
       // An input of the wrong dtype or shape is the command line's fault, not the model's.
       if (std::all_of(ds.begin(), ds.end(), [](const Diagnostic &d) { return d.code == "input"; }))
-        return usageFailure("--input: " + oneLine(r.status()));
-      printDiagnostics(ds);
+        return report.usage("--input: " + oneLine(r.status()));
+      printDiagnostics(report, ds);
       return kFailed;
     }
     if (i < p.warmup) continue;
-    timed.push_back({wall.count(), std::move(r->stats)});
+    timings.add(wall.count(), std::move(r->stats));
     outputs = std::move(r->outputs);
   }
 
   for (const NamedTensor &out : outputs)
     std::cout << "output " << summarizeTensor(out.name, out.tensor) << "\n";
-  std::cout << renderTimings(*session, timed, static_cast<int>(p.warmup));
+  std::cout << renderTimings(*session, timings, p.warmup);
   std::cout << std::flush;
   if (!o.trace.empty()) {
     const std::string json =
-        renderTrace(session->executable(), timed.back().stats, session->executable().name);
-    if (int status = writeTrace(json, o.trace); status != kOk) return status;
+        renderTrace(session->executable(), timings.last(), session->executable().name);
+    if (int status = writeTrace(json, o.trace, report); status != kOk) return status;
   }
-  if (!o.outputDir.empty()) return writeOutputs(outputs, o.outputDir);
+  if (!o.outputDir.empty()) return writeOutputs(outputs, o.outputDir, report);
   return kOk;
 }
 
-}  // namespace
-
-}  // namespace ferry
-
-int main(int argc, char **argv) {
-  ferry::Options o;
-  CLI::App app{"Runs a .fy model or saved executable on .npy or random inputs; prints the outputs "
-               "and run times.",
-               "ferry-run"};
-  app.formatter(std::make_shared<ferry::HelpFormatter>());
+// ferry-run's options, as --help lists them.
+void addOptions(CLI::App &app, Options &o) {
+  app.formatter(std::make_shared<HelpFormatter>());
   app.add_option("model", o.model, "A .fy model, or an executable saved by ferry (.ferry)")
       ->required()
       ->type_name("MODEL");
@@ -389,32 +382,55 @@ int main(int argc, char **argv) {
   app.add_option("--trace", o.trace,
                  "Write the last timed run as a Chrome trace, for ui.perfetto.dev")
       ->type_name("FILE.json");
-  app.add_option("--iterations", o.iterations, "Timed runs (at least 1)")
+  app.add_option("--iterations", o.iterations, "Timed runs (1 to " + std::to_string(kMaxRuns) + ")")
       ->type_name("N")
       ->capture_default_str();
-  app.add_option("--warmup", o.warmup, "Untimed runs first")->type_name("N")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "Untimed runs first (0 to " + std::to_string(kMaxRuns) + ")")
+      ->type_name("N")
+      ->capture_default_str();
   app.add_flag("--outputs-on-device", o.outputsOnDevice,
                "Return outputs on the device that computed them, not the host");
   app.add_flag("--check", o.check, "Check every run's copies and kernel operands against the plan");
-  ferry::addPolicyFlags(app, o.compile);
-  ferry::addBudgetFlags(app, o.compile);
+  addPolicyFlags(app, o.compile);
+  addBudgetFlags(app, o.compile);
   app.footer("Compile flags (--devices to --max-casts) apply to .fy models only. Inputs are read\n"
              "onto the host and moved to their declared devices. FERRY_NUM_THREADS sets the\n"
              "kernels' threads (1 to 1024; default: the core count).\n"
              "Exit status: 0 ran, 1 the model was rejected or a run failed (diagnostics on\n"
              "stderr), 2 usage error, bad FERRY_NUM_THREADS, unreadable model or input, or an\n"
              "input of the wrong name, dtype or shape.\n");
-  if (ferry::Status s = ferry::checkRandomInputsSeed(argc, argv); !s.ok()) {
-    std::cerr << "ferry-run: error: " << ferry::oneLine(s) << "\n";
-    return ferry::kUsage;
-  }
+}
+
+// Parses the command line into `o` as ferry-compile does (tools/common/cli_errors.h): a value
+// that is missing or is another option, and CLI11's own errors, are one line naming the option.
+// Returns the exit status when ferry-run is done (--help: 0, a usage error: 2), or nullopt.
+std::optional<int> parseCommandLine(int argc, char **argv, Options &o, Report &report) {
+  CLI::App app{"Runs a .fy model or saved executable on .npy or random inputs; prints the outputs "
+               "and run times.",
+               "ferry-run"};
+  addOptions(app, o);
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (Status s = checkRandomInputsSeed(argc, argv); !s.ok()) return report.usage(oneLine(s));
+  if (std::string bad = optionValueError(app, args); !bad.empty())
+    return report.usage(bad + " (see --help)");
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them in reverse
   try {
-    app.parse(argc, argv);
+    app.parse(reversed);
   } catch (const CLI::ParseError &e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    std::cerr << "ferry-run: error: " << e.what() << " (see --help)\n";
-    return ferry::kUsage;
+    return report.usage(parseErrorLine(app, e, args) + " (see --help)");
   }
-  o.compileFlagGiven = ferry::firstCompileFlagGiven(app);
-  return ferry::run(o);
+  o.compileFlagGiven = firstCompileFlagGiven(app);
+  return std::nullopt;
+}
+
+}  // namespace
+
+}  // namespace ferry
+
+int main(int argc, char **argv) {
+  ferry::Options o;
+  ferry::Report report(ferry::Report::Format::Text, "ferry-run");
+  if (std::optional<int> done = ferry::parseCommandLine(argc, argv, o, report)) return *done;
+  return ferry::run(o, report);
 }

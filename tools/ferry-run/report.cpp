@@ -84,36 +84,51 @@ std::string summarizeTensor(const std::string &name, const Tensor &t) {
   return line + (d.numel() > kFirstValues ? ", ...]" : "]");
 }
 
-std::string renderTimings(const Session &session, std::span<const TimedRun> runs, int warmup,
+void Timings::add(double seconds, RunStats stats) {
+  wall_.push_back(seconds);
+  if (stepSums_.size() < stats.stepSeconds.size()) stepSums_.resize(stats.stepSeconds.size());
+  for (size_t i = 0; i < stats.stepSeconds.size(); ++i) stepSums_[i] += stats.stepSeconds[i];
+  last_ = std::move(stats);
+}
+
+std::vector<double> Timings::stepMeans() const {
+  std::vector<double> means = stepSums_;
+  for (double &m : means) m /= static_cast<double>(wall_.size());
+  return means;
+}
+
+const RunStats &Timings::last() const {
+  FERRY_CHECK(!wall_.empty()) << "no timed run";
+  return last_;
+}
+
+std::string renderTimings(const Session &session, const Timings &timings, int64_t warmup,
                           size_t slowest) {
+  FERRY_CHECK(timings.runs() > 0) << "renderTimings needs a timed run";
   const Executable &exe = session.executable();
-  std::vector<double> wall;
-  for (const TimedRun &r : runs) wall.push_back(r.seconds);
-  const std::string count = std::to_string(runs.size()) + (runs.size() == 1 ? " run" : " runs");
+  const std::vector<double> &wall = timings.wallSeconds();
+  const size_t runs = timings.runs();
+  const std::string count = std::to_string(runs) + (runs == 1 ? " run" : " runs");
   std::string out = "time per run: median " + millis(median(wall)) + ", min " +
                     millis(*std::min_element(wall.begin(), wall.end())) + " (" + count + " after " +
                     std::to_string(warmup) + " warmup)\n";
-  const RunStats &last = runs.back().stats;
+  const RunStats &last = timings.last();
   out += "last run: " + std::to_string(last.transfers) + " transfers, " +
          bytes(last.transferBytes) + "; " + std::to_string(last.inputMoves) + " input moves, " +
          bytes(last.inputMoveBytes) + "\n";
   out += "memory: weights " + bytes(static_cast<int64_t>(session.weightBytes())) + ", workspace " +
          bytes(static_cast<int64_t>(session.workspaceBytes())) + "\n";
 
-  // Each step's median over the runs; the slowest first, ties in step order.
-  std::vector<double> stepMedian(exe.steps.size());
-  for (size_t i = 0; i < exe.steps.size(); ++i) {
-    std::vector<double> times;
-    for (const TimedRun &r : runs) times.push_back(r.stats.stepSeconds[i]);
-    stepMedian[i] = median(std::move(times));
-  }
+  // Each step's mean over the runs; the slowest first, ties in step order.
+  std::vector<double> stepMean = timings.stepMeans();
+  stepMean.resize(exe.steps.size());
   std::vector<size_t> order(exe.steps.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return stepMedian[a] > stepMedian[b]; });
+                   [&](size_t a, size_t b) { return stepMean[a] > stepMean[b]; });
   order.resize(std::min(order.size(), slowest));
   if (order.empty()) return out;
-  out += "slowest steps (median of " + count + "):\n";
+  out += "slowest steps (mean of " + count + "):\n";
   auto result = [&](size_t i) {
     return "%" + exe.slots[static_cast<size_t>(exe.steps[i].result)].name;
   };
@@ -124,7 +139,7 @@ std::string renderTimings(const Session &session, std::span<const TimedRun> runs
   }
   for (size_t i : order) {
     const Step &s = exe.steps[i];
-    out += "  " + padded(millis(stepMedian[i]), 10, true) + "  " +
+    out += "  " + padded(millis(stepMean[i]), 10, true) + "  " +
            padded(std::string(opInfo(s.op).name), opWidth, false) + "  " +
            padded(result(i), resultWidth, false) + "  " + fileLine(s.loc) +
            (s.inserted ? " (inserted)" : "") + "\n";

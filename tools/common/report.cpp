@@ -1,13 +1,11 @@
-// tools/ferry-compile/report.cpp — ferry-compile's stderr: diagnostics capped and escaped, the
-// informational texts after them, text or one JSON array.
-#include "tools/ferry-compile/report.h"
+// tools/common/report.cpp — a tool's stderr: diagnostics capped and escaped, the informational
+// texts after them, text or one JSON array.
+#include "tools/common/report.h"
 
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <optional>
-
-#include "ir/json.h"
 
 namespace ferry {
 
@@ -35,23 +33,6 @@ std::string hexByte(unsigned char c) {
   char buf[8];
   std::snprintf(buf, sizeof buf, "\\x%02x", c);
   return buf;
-}
-
-// `s` with invalid UTF-8 written as `\xNN` (JSON escapes control bytes itself).
-std::string validUtf8(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      out += s[i];
-    } else if (size_t n = utf8Length(s, i); n > 0) {
-      out.append(s.substr(i, n));
-      i += n - 1;
-    } else {
-      out += hexByte(c);
-    }
-  }
-  return out;
 }
 
 // Line `loc.line` of the file `loc` names, when it can be read.
@@ -92,13 +73,6 @@ std::string renderDiagnostic(const Diagnostic &d) {
   return printable(text.substr(0, first)) + snippet(d.loc) + printable(text.substr(first));
 }
 
-Diagnostic jsonSafe(Diagnostic d) {
-  d.message = validUtf8(d.message);
-  for (Note &n : d.notes) n.message = validUtf8(n.message);
-  for (std::string &f : d.fixes) f = validUtf8(f);
-  return d;
-}
-
 }  // namespace
 
 std::string printable(std::string_view s) {
@@ -135,42 +109,49 @@ void Report::info(std::string code, std::string text) {
 }
 
 void Report::flush() {
-  if (written_) return;
-  written_ = true;
+  if (done_) return;
   if (hidden_ > 0)
-    info("limit", "ferry-compile: " + std::to_string(hidden_) +
+    info("limit", program_ + ": " + std::to_string(hidden_) +
                       (hidden_ == 1 ? " more diagnostic" : " more diagnostics") +
                       " not shown (only the first " + std::to_string(kMaxErrorsShown) +
                       " errors are)\n");
+  hidden_ = 0;
   if (format_ == Format::Json) {
+    done_ = true;
     std::vector<Diagnostic> all;
+    const std::string prefix = program_ + ": ";
     for (const Entry &e : entries_) {
-      all.push_back(jsonSafe(e.diagnostic));
+      // jsonString (ir/json.h) makes any bytes valid JSON: nothing to escape here.
+      all.push_back(e.diagnostic);
       if (!e.info) continue;
       // The text without its final newline and the program name it starts with in text form.
       std::string &m = all.back().message;
       while (!m.empty() && m.back() == '\n') m.pop_back();
-      if (m.starts_with("ferry-compile: ")) m.erase(0, 15);
+      if (m.starts_with(prefix)) m.erase(0, prefix.size());
     }
     std::cerr << renderJson(all) << "\n";
   } else {
     std::string text;
     for (const Entry &e : entries_)
-      text += e.info ? e.diagnostic.message : renderDiagnostic(e.diagnostic);
+      text += e.info ? printable(e.diagnostic.message) : renderDiagnostic(e.diagnostic);
     std::cerr << text;
   }
+  entries_.clear();
   std::cerr.flush();
 }
 
 int Report::usage(const std::string &message, const std::string &code) {
-  written_ = true;  // what was collected is dropped
-  if (format_ == Format::Json)
-    std::cerr << renderJson(std::vector<Diagnostic>{
-                     Diagnostic{Severity::Error, code, {}, validUtf8(message), {}, {}}})
-              << "\n";
-  else
-    std::cerr << "ferry-compile: error: " << printable(message) << "\n";
-  std::cerr.flush();
+  if (!done_) {
+    done_ = true;  // what was collected is dropped
+    entries_.clear();
+    if (format_ == Format::Json)
+      std::cerr << renderJson(std::vector<Diagnostic>{
+                       Diagnostic{Severity::Error, code, {}, message, {}, {}}})
+                << "\n";
+    else
+      std::cerr << program_ << ": error: " << printable(message) << "\n";
+    std::cerr.flush();
+  }
   return 2;
 }
 

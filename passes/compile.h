@@ -13,17 +13,21 @@ namespace ferry {
 
 /// What a compile did, for `ferry-compile --stats`, budgets and tests.
 struct CompileStats {
-  int transfers = 0;            ///< transfer nodes in the final graph (per run)
-  int64_t transferBytes = 0;    ///< bytes they move per run
-  int64_t h2dBytes = 0, d2hBytes = 0, d2dBytes = 0, h2hBytes = 0;
-  int castsInserted = 0;        ///< casts the dtype pass inserted
-  int castsFolded = 0;          ///< casts of params done at compile time
-  int castsRemoved = 0;         ///< cast round trips and duplicates simplify removed
-  int transfersRemoved = 0;     ///< transfer round trips and duplicates simplify removed
-  int casts = 0;                ///< cast nodes in the final graph
-  int nodesRemoved = 0;         ///< dead nodes removed
+  int transfers = 0;          ///< transfer nodes in the final graph (per run)
+  int64_t transferBytes = 0;  ///< bytes they move per run
+  int64_t h2dBytes = 0, d2hBytes = 0, d2dBytes = 0, h2hBytes = 0;  ///< by direction
+  int h2dTransfers = 0, d2hTransfers = 0, d2dTransfers = 0, h2hTransfers = 0;
+  /// The fields above for one direction (TransferDirection in passes/options.h).
+  int64_t bytesOf(TransferDirection d) const;
+  int transfersOf(TransferDirection d) const;
+  int castsInserted = 0;     ///< casts the dtype pass inserted
+  int castsFolded = 0;       ///< casts of params done at compile time
+  int castsRemoved = 0;      ///< cast round trips and duplicates simplify removed
+  int transfersRemoved = 0;  ///< transfer round trips and duplicates simplify removed
+  int casts = 0;             ///< cast nodes in the final graph
+  int nodesRemoved = 0;      ///< dead nodes removed
   std::map<Device, int> nodesPerDevice;
-  double estimatedSeconds = 0;  ///< cost model's estimate of one run
+  double estimatedSeconds = 0;                              ///< cost model's estimate of one run
   std::vector<std::pair<std::string, double>> passSeconds;  ///< wall time per pass
 };
 

@@ -34,6 +34,8 @@ enum class BudgetAction : uint8_t { Allow, Warn, Error };
 /// Which way a copy goes: host to an accelerator (h2d), back (d2h), between accelerators (d2d) or
 /// between host arenas such as cpu and cpu:1 (h2h). Budgets and statistics count by it.
 enum class TransferDirection : uint8_t { H2D, D2H, D2D, H2H };
+inline constexpr TransferDirection kTransferDirections[] = {
+    TransferDirection::H2D, TransferDirection::D2H, TransferDirection::D2D, TransferDirection::H2H};
 TransferDirection transferDirection(Device from, Device to);
 /// "h2d", "d2h", "d2d", "h2h": as budgets and `--transfers` spell it.
 std::string_view directionKey(TransferDirection d);

@@ -70,13 +70,9 @@ std::vector<std::string> budgetFlags(const Budgets &budgets, const CompileResult
     const std::optional<Device> &from = g.value(n.operands[0]).device;
     const std::optional<Device> &to = g.value(n.result).device;
     if (!from || !to) continue;
-    const bool h2h = from->isHost() && to->isHost();
-    const std::string key = h2h ? "h2h" : from->isHost() ? "h2d" : to->isHost() ? "d2h" : "d2d";
-    const BudgetAction action = h2h            ? budgets.h2h
-                                : key == "h2d" ? budgets.h2d
-                                : key == "d2h" ? budgets.d2h
-                                               : budgets.d2d;
-    if (action == BudgetAction::Error &&
+    const TransferDirection d = transferDirection(*from, *to);
+    const std::string key(directionKey(d));
+    if (budgets.action(d) == BudgetAction::Error &&
         std::find(directions.begin(), directions.end(), key) == directions.end())
       directions.push_back(key);
   }

@@ -112,14 +112,6 @@ std::string_view reasonKindName(Reason::Kind k) {
   return "none";
 }
 
-// The direction of a copy, as describeGraph classifies its bytes.
-enum Direction : size_t { kH2d, kD2h, kD2d, kH2h };
-constexpr std::array<const char *, 4> kDirectionNames = {"h2d", "d2h", "d2d", "h2h"};
-
-Direction direction(Device from, Device to) {
-  return from.isHost() && to.isHost() ? kH2h : from.isHost() ? kH2d : to.isHost() ? kD2h : kD2d;
-}
-
 // Joins already-rendered items as the lines of a JSON array.
 std::string jsonArray(const std::vector<std::string> &items) {
   if (items.empty()) return "[]";
@@ -234,13 +226,14 @@ class Writer {
       const Value &r = g_.value(n.result);
       const std::optional<Device> &from = g_.value(n.operands[0]).device;
       const std::optional<Device> &to = r.device;
-      items.push_back("{\"node\": " + std::to_string(id) + ", \"value\": " + name(n.result) +
-                      ", \"operand\": " + name(n.operands[0]) + ", \"from\": " +
-                      jsonOptDevice(from) + ", \"to\": " + jsonOptDevice(to) + ", \"direction\": " +
-                      (from && to ? jsonString(kDirectionNames[direction(*from, *to)]) : "null") +
-                      ", \"bytes\": " + std::to_string(r.type.byteSize()) +
-                      ", \"inserted\": " + jsonBool(n.inserted) + ", \"reason\": " +
-                      reason(g_.deviceReason(r.id), explained_[static_cast<size_t>(r.id)]) + "}");
+      items.push_back(
+          "{\"node\": " + std::to_string(id) + ", \"value\": " + name(n.result) +
+          ", \"operand\": " + name(n.operands[0]) + ", \"from\": " + jsonOptDevice(from) +
+          ", \"to\": " + jsonOptDevice(to) + ", \"direction\": " +
+          (from && to ? jsonString(directionKey(transferDirection(*from, *to))) : "null") +
+          ", \"bytes\": " + std::to_string(r.type.byteSize()) +
+          ", \"inserted\": " + jsonBool(n.inserted) + ", \"reason\": " +
+          reason(g_.deviceReason(r.id), explained_[static_cast<size_t>(r.id)]) + "}");
     }
     return jsonArray(items);
   }
@@ -266,19 +259,11 @@ class Writer {
 
   std::string statistics(const CompileStats &st,
                          const std::map<Device, DeviceTotals> &totals) const {
-    std::array<int, 4> count{};
-    for (NodeId id : g_.order()) {
-      const Node &n = g_.node(id);
-      const std::optional<Device> &to = g_.value(n.result).device;
-      if (n.op == OpKind::Transfer && to)
-        ++count[direction(g_.value(n.operands[0]).device.value_or(*to), *to)];
-    }
-    const std::array<int64_t, 4> bytes = {st.h2dBytes, st.d2hBytes, st.d2dBytes, st.h2hBytes};
     std::string directions = "{";
-    for (size_t i = 0; i < kDirectionNames.size(); ++i)
-      directions += (i ? ", " : "") + jsonString(kDirectionNames[i]) +
-                    ": {\"transfers\": " + std::to_string(count[i]) +
-                    ", \"bytes\": " + std::to_string(bytes[i]) + "}";
+    for (TransferDirection d : kTransferDirections)
+      directions += (directions.size() > 1 ? ", " : "") + jsonString(directionKey(d)) +
+                    ": {\"transfers\": " + std::to_string(st.transfersOf(d)) +
+                    ", \"bytes\": " + std::to_string(st.bytesOf(d)) + "}";
     std::string perDevice = "{";
     for (const auto &[device, n] : st.nodesPerDevice)
       perDevice +=

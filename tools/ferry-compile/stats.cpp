@@ -31,20 +31,6 @@ std::string seconds(double s) {
 
 std::string bytesStr(int64_t n) { return std::to_string(n) + (n == 1 ? " byte" : " bytes"); }
 
-// Transfers in the final graph by direction (h2d, d2h, d2d, h2h), classified as describeGraph
-// classifies their bytes.
-std::array<int, 4> transfersByDirection(const Graph &g) {
-  std::array<int, 4> n{};
-  for (NodeId id : g.order()) {
-    const Node &node = g.node(id);
-    const std::optional<Device> &to = g.value(node.result).device;
-    if (node.op != OpKind::Transfer || !to) continue;
-    Device from = g.value(node.operands[0]).device.value_or(*to);
-    ++n[from.isHost() && to->isHost() ? 3 : from.isHost() ? 0 : to->isHost() ? 1 : 2];
-  }
-  return n;
-}
-
 // "1.23 M" style: 3 significant digits and a decimal prefix.
 std::string quantity(double v, const char *unit) {
   const char *prefix[] = {"", "k", "M", "G", "T", "P"};
@@ -99,12 +85,9 @@ std::string renderStats(const CompileResult &result, const CompileOptions &optio
                   options.target.str() + "):\n";
   s += "  transfers: " + std::to_string(st.transfers) + " per run, " + bytesStr(st.transferBytes) +
        "\n";
-  std::array<int, 4> count = transfersByDirection(result.graph);
-  const std::array<int64_t, 4> bytes = {st.h2dBytes, st.d2hBytes, st.d2dBytes, st.h2hBytes};
-  const std::array<const char *, 4> names = {"h2d", "d2h", "d2d", "h2h"};
-  for (size_t i = 0; i < names.size(); ++i)
-    s += std::string("    ") + names[i] + ": " + std::to_string(count[i]) + ", " +
-         bytesStr(bytes[i]) + "\n";
+  for (TransferDirection d : kTransferDirections)
+    s += "    " + std::string(directionKey(d)) + ": " + std::to_string(st.transfersOf(d)) + ", " +
+         bytesStr(st.bytesOf(d)) + "\n";
   s += "  casts: " + std::to_string(st.casts) + " in the graph; " +
        std::to_string(st.castsInserted) + " inserted, " + std::to_string(st.castsFolded) +
        " folded into params, " + std::to_string(st.castsRemoved) + " removed\n";

@@ -313,9 +313,9 @@ int run(const Options &o, Report &report) {
   std::variant<Executable, int> loaded = loadModel(o, p, report);
   if (const int *status = std::get_if<int>(&loaded)) return *status;
   Executable &exe = std::get<Executable>(loaded);
-  std::cout << "model " << exe.name << " (" << o.model << "): devices " << deviceList(exe)
-            << ", placement " << placementPolicyName(exe.placement) << ", " << exe.steps.size()
-            << " steps\n";
+  std::cout << "model " << printable(exe.name) << " (" << printable(o.model) << "): devices "
+            << deviceList(exe) << ", placement " << placementPolicyName(exe.placement) << ", "
+            << exe.steps.size() << " steps\n";
 
   Session::Options sessionOptions;
   sessionOptions.moveInputs = true;

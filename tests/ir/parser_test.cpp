@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/parse.h"
 #include "common/scratch.h"
 #include "ir/npy.h"
 #include "ir/parser.h"
@@ -15,12 +16,6 @@ namespace ferry {
 namespace {
 
 namespace fs = std::filesystem;
-
-Graph parseOk(std::string_view text, const ParseOptions &options = {}) {
-  Expected<Graph> g = parseGraph(text, "t.fy", options);
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return g.ok() ? std::move(g).value() : Graph();
-}
 
 std::vector<Diagnostic> parseErrors(std::string_view text, const ParseOptions &options = {}) {
   Expected<Graph> g = parseGraph(text, "t.fy", options);
@@ -256,7 +251,7 @@ TEST(Parser, NpyParamsRelativeToBaseDirAndFile) {
   ASSERT_TRUE(writeNpy(w, (dir / "weights" / "w.npy").string()).ok());
   const std::string text =
       "graph g {\n  param %w : f32[3,2] = npy(\"weights/w.npy\")\n  output %w\n}\n";
-  Graph g = parseOk(text, {.baseDir = dir.string()});
+  Graph g = parseOk(text, "t.fy", {.baseDir = dir.string()});
   EXPECT_TRUE(g.params()[0].data == w);
   EXPECT_EQ(g.params()[0].init.path, "weights/w.npy") << "kept as written";
   {
@@ -296,7 +291,7 @@ TEST(Parser, ParamSizeLimit) {
                           {.maxParamBytes = 1 << 20});
   ASSERT_EQ(errs.size(), 1u);
   EXPECT_EQ(errs[0].code, "limit");
-  parseOk("graph g {\n  param %w : f32[512,512] = zeros\n  output %w\n}\n",
+  parseOk("graph g {\n  param %w : f32[512,512] = zeros\n  output %w\n}\n", "t.fy",
           {.maxParamBytes = 1 << 20});
 }
 

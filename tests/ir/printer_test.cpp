@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/parse.h"
 #include "common/random_graph.h"
 #include "common/scratch.h"
 #include "ir/npy.h"
@@ -14,12 +15,6 @@ namespace ferry {
 namespace {
 
 namespace fs = std::filesystem;
-
-Graph parseOk(std::string_view text, const ParseOptions &options = {}) {
-  Expected<Graph> g = parseGraph(text, "test.fy", options);
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return g.ok() ? std::move(g).value() : Graph();
-}
 
 std::string readText(const fs::path &p) {
   std::ifstream in(p, std::ios::binary);
@@ -46,7 +41,7 @@ TEST(Printer, DocumentedFormIsAFixedPoint) {
   output %a @cpu
 }
 )";
-  Graph g = parseOk(text, {.baseDir = dir.string()});
+  Graph g = parseOk(text, "t.fy", {.baseDir = dir.string()});
   EXPECT_EQ(printGraph(g, {.locations = false}), text);
 }
 
@@ -58,7 +53,8 @@ TEST(Printer, LocationsAsTrailingComments) {
   %m = abs(%k)  # /src/model.cpp:9
   output %m
 }
-)");
+)",
+                    "test.fy");
   EXPECT_EQ(printGraph(g), R"(graph g {
   input %x : f32[2] @cpu  # test.fy:2:9
   %h : f32[2] = relu(%x)  # mlp.cpp:42:7
@@ -213,7 +209,7 @@ TEST(Printer, StringsAreEscapedSoThatTheyReadBack) {
   const testutil::ScratchDir scratch("printer_test_escapes");
   const fs::path &dir = scratch.path();
   ASSERT_TRUE(writeNpy(g.params()[0].data, (dir / "we\"ird\n.npy").string()).ok());
-  Graph back = parseOk(text, {.baseDir = dir.string()});
+  Graph back = parseOk(text, "t.fy", {.baseDir = dir.string()});
   EXPECT_EQ(back.name(), name);
   EXPECT_EQ(back.params()[0].init.path, "we\"ird\n.npy");
   EXPECT_EQ(printGraph(back, {.locations = false}), printGraph(g, {.locations = false}));

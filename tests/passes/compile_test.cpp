@@ -4,18 +4,13 @@
 
 #include <limits>
 
+#include "common/parse.h"
 #include "ir/parser.h"
 #include "passes/compile.h"
 #include "passes/pass.h"
 
 namespace ferry {
 namespace {
-
-Graph parseOk(std::string_view text) {
-  Expected<Graph> g = parseGraph(text, "t.fy");
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return std::move(g).value();
-}
 
 std::string allMessages(const std::vector<Diagnostic> &ds) {
   return renderText(ds, {.snippet = false});

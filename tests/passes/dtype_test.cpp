@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/parse.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -22,12 +23,6 @@ constexpr DTypePolicy kStrict{DTypePolicy::Kind::Strict, F16};
 constexpr DTypePolicy kPromote{DTypePolicy::Kind::Promote, F16};
 constexpr DTypePolicy kAutocast{DTypePolicy::Kind::Autocast, F16};
 constexpr DTypePolicy kAutocastBF16{DTypePolicy::Kind::Autocast, BF16};
-
-Graph parseOk(std::string_view text) {
-  Expected<Graph> g = parseGraph(text, "t.fy");
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return std::move(g).value();
-}
 
 // Devices as strict placement gives them when no operands disagree, so that these tests depend
 // on the dtype pass alone (placement is its own pass and file): a node runs where it is pinned,

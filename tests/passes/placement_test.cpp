@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/parse.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "passes/compile.h"
@@ -22,12 +23,6 @@ namespace {
 
 constexpr auto kStrict = PlacementPolicy::Strict;
 constexpr auto kAuto = PlacementPolicy::Auto;
-
-Graph parse(std::string text) {
-  Expected<Graph> g = parseGraph(text, "t.fy");
-  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.status().message());
-  return g.ok() ? std::move(g).value() : Graph();
-}
 
 std::string replaceAll(std::string s, const std::string &from, const std::string &to) {
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
@@ -67,7 +62,7 @@ std::string deviceOf(const Graph &g, const std::string &name) {
 // What must hold after any successful placement: every value has a device, every operand of a
 // non-transfer node is on it, pinned outputs on their pin, one transfer per (value, device).
 CompileResult place(const std::string &src, const CompileOptions &o) {
-  CompileResult r = compile(parse(src), o);
+  CompileResult r = compile(parseOk(src), o);
   EXPECT_EQ(r.lastPass, "placement");
   if (r.ok()) {
     expectConsistent(r.graph);
@@ -646,7 +641,7 @@ TEST(Explain, LongChainsKeepTheirEnds) {
       "%r16 (t.fy:19:3) <- inherited from %r15 (t.fy:18:3) <- ... (14 more) <- inherited "
       "from %r0 (t.fy:3:3) <- inherited from %x (t.fy:2:9) <- input 'x', declared at t.fy:2:9");
   EXPECT_EQ(explainDevice(r.graph, id(r.graph, "x")), "input 'x', declared at t.fy:2:9");
-  Graph unplaced = parse(src);
+  Graph unplaced = parseOk(src);
   EXPECT_EQ(explainDevice(unplaced, id(unplaced, "r3")), "not placed");
 }
 
@@ -671,7 +666,7 @@ TEST(Explain, AllValuesAtOnceMatchOneByOne) {
     CompileResult r = place(src, options(kStrict));
     ASSERT_TRUE(r.ok());
     expectAllExplainedAlike(r.graph);
-    expectAllExplainedAlike(parse(src));  // nothing placed
+    expectAllExplainedAlike(parseOk(src));  // nothing placed
   }
   CompileOptions slowLink = options(kAuto);
   slowLink.cost.hostToDevice = slowLink.cost.deviceToHost = {1e9, 1e-6};

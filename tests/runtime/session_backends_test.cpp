@@ -8,17 +8,12 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/reference/interpreter.h"
+#include "common/parse.h"
 #include "ir/parser.h"
 #include "runtime/session.h"
 
 namespace ferry {
 namespace {
-
-Graph parse(std::string_view text) {
-  Expected<Graph> g = parseGraph(text, "model.fy");
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return std::move(g).value();
-}
 
 // The input crosses to cpu:1, where everything runs (one transfer of 48 bytes).
 constexpr std::string_view kTwoDevices = R"(graph two {
@@ -34,7 +29,7 @@ Executable twoDevices() {
   CompileOptions o;
   o.devices = {Device::cpu(), Device::cpu(1)};
   o.placement = PlacementPolicy::Auto;
-  Expected<Executable> exe = build(parse(kTwoDevices), o);
+  Expected<Executable> exe = build(parseOk(kTwoDevices), o);
   EXPECT_TRUE(exe.ok()) << exe.status().message();
   return std::move(exe).value();
 }
@@ -145,7 +140,7 @@ TEST(SessionBackends, ASecondDeviceKindIsOneRegistryEntry) {
   CompileOptions o;
   o.devices = {Device::cpu(), Device::cuda(0)};
   o.placement = PlacementPolicy::Auto;
-  Expected<Executable> exe = build(parse(text), o);
+  Expected<Executable> exe = build(parseOk(text), o);
   ASSERT_TRUE(exe.ok()) << exe.status().message();
   ASSERT_GE(exe->planTransfers, 2);  // x there, something back
   const Executable plan = *exe;
@@ -157,7 +152,7 @@ TEST(SessionBackends, ASecondDeviceKindIsOneRegistryEntry) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->stats.transfers, plan.planTransfers);
   EXPECT_EQ(r->stats.transferBytes, plan.planTransferBytes);
-  Expected<std::vector<TensorData>> want = reference::run(parse(text), {{"x", x}});
+  Expected<std::vector<TensorData>> want = reference::run(parseOk(text), {{"x", x}});
   ASSERT_TRUE(want.ok()) << want.status().message();
   const TensorData &got = r->outputs[0].tensor.data();
   ASSERT_EQ(got.type(), (*want)[0].type());

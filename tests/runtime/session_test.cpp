@@ -13,18 +13,13 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/reference/interpreter.h"
+#include "common/parse.h"
 #include "common/scratch.h"
 #include "ir/parser.h"
 #include "runtime/session.h"
 
 namespace ferry {
 namespace {
-
-Graph parse(std::string_view text) {
-  Expected<Graph> g = parseGraph(text, "model.fy");
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return std::move(g).value();
-}
 
 CompileOptions on(std::vector<Device> devices, PlacementPolicy p = PlacementPolicy::Strict) {
   CompileOptions o;
@@ -41,7 +36,7 @@ Session::Options checked() {
 }
 
 Session open(std::string_view text, CompileOptions options, Session::Options so = checked()) {
-  Expected<Executable> exe = build(parse(text), options);
+  Expected<Executable> exe = build(parseOk(text), options);
   EXPECT_TRUE(exe.ok()) << exe.status().message();
   Expected<Session> s = Session::create(std::move(exe).value(), so);
   EXPECT_TRUE(s.ok()) << s.status().message();
@@ -86,7 +81,7 @@ TEST(Session, RunsAndMatchesTheReferenceInterpreter) {
   const TensorData x = sample(DType::F32, {8, 5}, 1), b = sample(DType::F32, {5}, 2);
   Expected<RunResult> r = s.run({{"x", x}, {"b", b}});
   ASSERT_TRUE(r.ok()) << r.status().message();
-  auto want = reference::run(parse(kElementwise), {{"x", x}, {"b", b}});
+  auto want = reference::run(parseOk(kElementwise), {{"x", x}, {"b", b}});
   ASSERT_TRUE(want.ok()) << want.status().message();
   ASSERT_EQ(r->outputs.size(), 2u);
   EXPECT_EQ(r->outputs[0].name, "w");
@@ -109,7 +104,7 @@ TEST(Session, TransfersBetweenVirtualDevicesAreCountedAgainstThePlan) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->stats.transfers, exe.planTransfers);
   EXPECT_EQ(r->stats.transferBytes, exe.planTransferBytes);
-  auto want = reference::run(parse(kTwoDevices), {{"x", x}});
+  auto want = reference::run(parseOk(kTwoDevices), {{"x", x}});
   ASSERT_TRUE(want.ok());
   expectClose(r->outputs[0].tensor.data(), (*want)[0]);
 }
@@ -199,7 +194,7 @@ TEST(Session, OutputsComeBackOnTheirDeviceWhenAsked) {
 void hammer(std::string_view text, const CompileOptions &options,
             const std::function<std::map<std::string, TensorData>(int)> &inputsOf) {
   Session s = open(text, options);
-  const Graph g = parse(text);
+  const Graph g = parseOk(text);
   constexpr int kThreads = 8, kRuns = 200;
   std::vector<std::map<std::string, TensorData>> inputs;
   std::vector<std::vector<TensorData>> want;
@@ -260,7 +255,7 @@ TEST(Session, ManyThreadsShareOneSessionThatCopiesBetweenDevices) {
 }
 
 TEST(Session, AnExecutableForADeviceWithoutABackendIsAnError) {
-  Expected<Executable> exe = build(parse(R"(graph g {
+  Expected<Executable> exe = build(parseOk(R"(graph g {
     input %x : f32[2] @cuda:0
     %y = neg(%x)
     output %y
@@ -290,7 +285,7 @@ TEST(Build, PlacementReadsTheBackendsCapabilityTableAndTheCallersOnTop) {
   // A gap the caller adds is kept: nothing else runs relu in f32, so the graph is rejected.
   CompileOptions o = on({Device::cpu()});
   o.capabilities.setMissing(DeviceKind::Cpu, OpKind::Relu, DType::F32);
-  Expected<Executable> exe = build(parse(R"(graph g {
+  Expected<Executable> exe = build(parseOk(R"(graph g {
   input %x : f32[4] @cpu
   %y = relu(%x)
   output %y
@@ -304,7 +299,7 @@ TEST(Build, PlacementReadsTheBackendsCapabilityTableAndTheCallersOnTop) {
 TEST(Lower, RejectsAGraphThatWasNotPlaced) {
   CompileOptions o = on({Device::cpu()});
   o.stopAfter = "verify";
-  CompileResult r = compile(parse(kElementwise), o);
+  CompileResult r = compile(parseOk(kElementwise), o);
   ASSERT_TRUE(r.ok());
   Expected<Executable> exe = lower(r.graph, o);
   ASSERT_FALSE(exe.ok());
@@ -312,19 +307,19 @@ TEST(Lower, RejectsAGraphThatWasNotPlaced) {
       exe.status().message().find("has no device: lower() takes a graph that compile() placed"),
       std::string::npos)
       << exe.status().message();
-  Expected<Executable> viaBuild = build(parse(kElementwise), o);
+  Expected<Executable> viaBuild = build(parseOk(kElementwise), o);
   ASSERT_FALSE(viaBuild.ok());
   EXPECT_NE(viaBuild.status().message().find("runs the whole pipeline"), std::string::npos);
 }
 
 TEST(Lower, ARejectedGraphCarriesItsDiagnostics) {
-  Expected<Executable> exe = build(parse(kTwoDevices), on({Device::cpu(), Device::cpu(1)}));
+  Expected<Executable> exe = build(parseOk(kTwoDevices), on({Device::cpu(), Device::cpu(1)}));
   ASSERT_FALSE(exe.ok());
   EXPECT_EQ(exe.status().diagnostics().front().code, "device") << exe.status().message();
 }
 
 TEST(Lower, ConstantsBecomeWeightsAndActivationsShareTheWorkspace) {
-  Expected<Executable> exe = build(parse(R"(graph c {
+  Expected<Executable> exe = build(parseOk(R"(graph c {
     input %x : f32[256] @cpu
     %k = constant(value=f32[1]{2.0})
     %a = mul(%x, %k)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <compare>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,7 @@ struct Device {
 
   /// Canonical spelling: "cpu", "cpu:1", "cuda:0" (`cpu:0` prints as "cpu").
   std::string str() const;
+  friend std::ostream &operator<<(std::ostream &out, const Device &d) { return out << d.str(); }
   auto operator<=>(const Device &) const = default;
 };
 

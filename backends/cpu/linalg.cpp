@@ -13,10 +13,11 @@
 //
 // Compute types: f32 and f64 run OpenBLAS's sgemm and dgemm. f16 and bf16 are converted to f32,
 // multiplied by sgemm and rounded once into the result (the reference rounds its double sums
-// once too). Integers are converted to int64 and multiplied as uint64, wrapping modulo 2^64, then
-// stored wrapping at the result's width: the reference's exact sums, wrapped, whenever those fit
-// its doubles (2^53). Conversions are the cast op's (convertElements). Sizes past BLAS's 32-bit
-// ints, and the integers, go through plain loops split over the pool.
+// once too; Debian 12's OpenBLAS exports no cblas_sbgemm, docs/decisions.md). Integers are
+// converted to int64 and multiplied as uint64, wrapping modulo 2^64, then stored wrapping at the
+// result's width: the reference's exact sums, wrapped, whenever those fit its doubles (2^53).
+// Conversions are the cast op's (convertElements). Sizes past BLAS's 32-bit ints, and the integers,
+// go through plain loops split over the pool.
 //
 // One pool shares the cores: OpenBLAS is set to one thread per call (once, process-wide), and a
 // GEMM is split into row or column panels over ferry's pool, each panel one sgemm/dgemm. With

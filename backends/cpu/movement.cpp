@@ -455,11 +455,8 @@ Status expand(const KernelCall &call) {
   const TensorView &x = call.operands[0], &r = call.result;
   FERRY_TRY(sameDType(call, 0));
   const Shape &xs = x.type->shape;
-  // Target dims of -1 keep x's dim (torch.expand); the rest broadcast as ONNX Expand.
-  Shape target = attrInts(call.op, call.attrs, "shape");
-  const int64_t lead = static_cast<int64_t>(target.size()) - x.type->rank();
-  for (int64_t d = 0; d < static_cast<int64_t>(target.size()); ++d)
-    if (target[d] == -1 && d >= lead) target[d] = xs[d - lead];
+  // Broadcasts both ways, as ONNX Expand; a negative size breaks the contract (inferExpand).
+  const Shape target = attrInts(call.op, call.attrs, "shape");
   std::optional<Shape> outShape;
   if (std::all_of(target.begin(), target.end(), [](int64_t d) { return d >= 0; }))
     outShape = broadcastShapes(xs, target);

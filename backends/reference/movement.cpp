@@ -169,11 +169,8 @@ Expected<TensorData> evalGather(const KernelArgs &a) {
 
 Expected<TensorData> evalExpand(const KernelArgs &a) {
   const TensorData &x = a.in(0);
-  // Target dims of -1 keep x's dim (torch.expand); the rest broadcast as ONNX Expand.
-  Shape target = a.intsAttr("shape");
-  const int64_t lead = static_cast<int64_t>(target.size()) - x.type().rank();
-  for (int64_t d = 0; d < static_cast<int64_t>(target.size()); ++d)
-    if (target[d] == -1 && d >= lead) target[d] = x.shape()[d - lead];
+  // Broadcasts both ways, as ONNX Expand; sizes are non-negative (inferExpand).
+  const Shape target = a.intsAttr("shape");
   std::optional<Shape> outShape = broadcastShapes(x.shape(), target);
   FERRY_CHECK(outShape) << "'expand' of " << x.type().str() << " to " << shapeStr(target);
   checkShape(a, *outShape);

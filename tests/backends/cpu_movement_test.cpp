@@ -266,6 +266,24 @@ TEST(CpuMovement, GatherOutOfRangeIsARuntimeErrorLikeTheReference) {
   }
 }
 
+// expand's sizes are ONNX Expand's, never negative (inferExpand rejects torch's -1): a call
+// with one breaks the kernel's contract and is an error, not a read out of bounds.
+TEST(CpuMovement, ExpandWithANegativeSizeIsOutsideItsContract) {
+  CpuBackend b(checked(1));
+  const OpInfo &info = opInfo(OpKind::Expand);
+  for (const Shape &to : {Shape{-1, 3}, Shape{2, -1}, Shape{-5}}) {
+    const std::vector<NamedAttr> attrs{attrIs("shape", to)};
+    SCOPED_TRACE(shapeStr(to));
+    Expected<TensorData> got = runOnCpu(b, info, {TensorData(DType::F32, {2, 3})},
+                                        completeAttrs(info, attrs), TensorType{DType::F32, {2, 3}});
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.status().diagnostics()[0].code, "internal");
+    EXPECT_NE(got.status().message().find("does not broadcast to " + shapeStr(to)),
+              std::string::npos)
+        << got.status().message();
+  }
+}
+
 TEST(CpuMovement, ExpandBroadcastsToShapeInEveryDType) {
   CpuBackend b(checked(1));
   const std::vector<std::pair<Shape, Shape>> cases{

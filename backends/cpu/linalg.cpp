@@ -15,7 +15,7 @@
 // multiplied by sgemm and rounded once into the result (the reference rounds its double sums
 // once too; Debian 12's OpenBLAS exports no cblas_sbgemm, docs/decisions.md). Integers are
 // converted to int64 and multiplied as uint64, wrapping modulo 2^64, then stored wrapping at the
-// result's width: the reference's exact sums, wrapped, whenever those fit its doubles (2^53).
+// result's width, as the reference does.
 // Conversions are the cast op's (convertElements). Sizes past BLAS's 32-bit ints, and the integers,
 // go through plain loops split over the pool.
 //

@@ -3,6 +3,8 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
@@ -54,6 +56,48 @@ void copyElem(const TensorData &from, int64_t src, TensorData &to, int64_t dst);
 /// Element `src` of `from` into element `dst` of `to`, converted as `cast` does (convertElement).
 void convertElem(const TensorData &from, int64_t src, TensorData &to, int64_t dst);
 inline bool isIntegral(DType t) { return !isFloating(t); }  // bool and integers
+
+/// One result element's running sum, the way torch and ferry's CPU kernels compute it: exactly
+/// in 64 bits, wrapping modulo 2^64, when the result and every term are bool/integers (a double
+/// would round past 2^53 and saturate); otherwise in double, rounded once when stored.
+class Accumulator {
+ public:
+  explicit Accumulator(bool exact) : exact_(exact) {}
+  void add(const TensorData &t, int64_t i) {
+    if (exact_)
+      bits_ += static_cast<uint64_t>(t.atInt(i));
+    else
+      value_ += t.at(i);
+  }
+  void addProduct(const TensorData &x, int64_t i, const TensorData &y, int64_t j) {
+    if (exact_)
+      bits_ += static_cast<uint64_t>(x.atInt(i)) * static_cast<uint64_t>(y.atInt(j));
+    else
+      value_ += x.at(i) * y.at(j);
+  }
+  /// The sum as a double (the exact one converted).
+  double value() const {
+    return exact_ ? static_cast<double>(static_cast<int64_t>(bits_)) : value_;
+  }
+  /// Stores the sum into element `o` of `out`, as every conversion to its dtype stores.
+  void storeTo(TensorData &out, int64_t o) const {
+    if (!exact_) return out.set(o, value_);
+    const auto v = static_cast<int64_t>(bits_);
+    convertElement(DType::I64, reinterpret_cast<const std::byte *>(&v), out.dtype(),
+                   elemPtr(out, o));
+  }
+
+ private:
+  bool exact_;
+  uint64_t bits_ = 0;
+  double value_ = 0;
+};
+/// Whether sums into `result` from `terms` are exact (Accumulator): all bool/integers.
+inline bool exactSums(DType result, std::initializer_list<DType> terms) {
+  bool exact = isIntegral(result);
+  for (DType t : terms) exact = exact && isIntegral(t);
+  return exact;
+}
 
 /// Row-major multi-index of linear index `i` in `shape`, and back.
 std::vector<int64_t> unravel(int64_t i, std::span<const int64_t> shape);

@@ -1,6 +1,7 @@
 // backends/reference/linalg.cpp — matmul (numpy.matmul), linear (x·Wᵀ + b), conv2d (NCHW).
 //
-// Products are accumulated in double and stored once in the result dtype.
+// Products of floats are accumulated in double and stored once in the result dtype; of
+// integers exactly, wrapping modulo 2^64 (Accumulator), as torch and the CPU kernels do.
 #include "backends/reference/kernels.h"
 
 namespace ferry::reference {
@@ -26,14 +27,15 @@ Expected<TensorData> evalMatmul(const KernelArgs &a) {
   checkShape(a, outShape);
 
   TensorData out(a.result.dtype, a.result.shape);
+  const bool exact = exactSums(out.dtype(), {x.dtype(), y.dtype()});
   BroadcastIndex bx(*batch, xBatch), by(*batch, yBatch);
   for (int64_t b = 0; b < numel(*batch); ++b) {
     int64_t xo = bx(b) * n * k, yo = by(b) * k * m;
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < m; ++j) {
-        double s = 0;
-        for (int64_t p = 0; p < k; ++p) s += x.at(xo + i * k + p) * y.at(yo + p * m + j);
-        out.set((b * n + i) * m + j, s);
+        Accumulator s(exact);
+        for (int64_t p = 0; p < k; ++p) s.addProduct(x, xo + i * k + p, y, yo + p * m + j);
+        s.storeTo(out, (b * n + i) * m + j);
       }
     }
   }
@@ -54,13 +56,15 @@ Expected<TensorData> evalLinear(const KernelArgs &a) {
   // The bias is [out] in practice; any shape that broadcasts to the result is accepted.
   std::optional<BroadcastIndex> bi;
   if (a.has(2)) bi.emplace(outShape, a.in(2).shape());
+  const bool exact = a.has(2) ? exactSums(out.dtype(), {x.dtype(), w.dtype(), a.in(2).dtype()})
+                              : exactSums(out.dtype(), {x.dtype(), w.dtype()});
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t o = 0; o < outFeatures; ++o) {
-      double s = 0;
-      for (int64_t i = 0; i < in; ++i) s += x.at(r * in + i) * w.at(o * in + i);
+      Accumulator s(exact);
+      for (int64_t i = 0; i < in; ++i) s.addProduct(x, r * in + i, w, o * in + i);
       int64_t idx = r * outFeatures + o;
-      if (bi) s += a.in(2).at((*bi)(idx));
-      out.set(idx, s);
+      if (bi) s.add(a.in(2), (*bi)(idx));
+      s.storeTo(out, idx);
     }
   }
   return out;

@@ -154,11 +154,15 @@ Expected<TensorData> evalReduce(const KernelArgs &a) {
     return out;
   }
 
-  std::vector<double> sums(static_cast<size_t>(out.numel()), 0.0);
-  for (int64_t i = 0; i < x.numel(); ++i) sums[outIndex(i)] += x.at(i);
+  std::vector<Accumulator> sums(static_cast<size_t>(out.numel()),
+                                Accumulator(exactSums(out.dtype(), {x.dtype()})));
+  for (int64_t i = 0; i < x.numel(); ++i) sums[outIndex(i)].add(x, i);
   for (int64_t o = 0; o < out.numel(); ++o) {
     // mean over no elements is 0/0 = NaN, as torch.mean; sum over none is 0.
-    out.set(o, a.op.kind == OpKind::Mean ? sums[o] / static_cast<double>(count) : sums[o]);
+    if (a.op.kind == OpKind::Mean)
+      out.set(o, sums[o].value() / static_cast<double>(count));
+    else
+      sums[o].storeTo(out, o);
   }
   return out;
 }

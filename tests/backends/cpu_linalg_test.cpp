@@ -342,13 +342,13 @@ TEST(CpuLinalg, IntegerProductsWrapAtTheResultWidthLikeTheReference) {
                none, TensorType{DType::I8, {}});
   ASSERT_TRUE(got.ok()) << got.status().message();
   EXPECT_EQ(got->atInt(0), 16);
-  // i64 wraps modulo 2^64 (the reference's doubles cannot follow here): 2^62·4 + 3·1 = 3.
-  got = runOnCpu(b, mm,
-                 {reftest::ints(DType::I64, {2}, {int64_t{1} << 62, 3}),
-                  reftest::ints(DType::I64, {2}, {4, 1})},
-                 none, TensorType{DType::I64, {}});
+  // i64 wraps modulo 2^64, as the reference's exact sums do: 2^62·4 + 3·1 = 3.
+  const std::vector wide{reftest::ints(DType::I64, {2}, {int64_t{1} << 62, 3}),
+                         reftest::ints(DType::I64, {2}, {4, 1})};
+  got = runOnCpu(b, mm, wide, none, TensorType{DType::I64, {}});
   ASSERT_TRUE(got.ok()) << got.status().message();
   EXPECT_EQ(got->atInt(0), 3);
+  EXPECT_TRUE(sameTensor(*got, *reference::evalOp(mm, wide, none, got->type()), 0));
 }
 
 // Runs `kind` with operands of `types` (zeros) and result type `result`; the error's text.

@@ -260,8 +260,7 @@ TEST(CpuNormalize, MaxIsExactAndNaNWins) {
   }
 }
 
-// Integer sums are exact in i64 and wrap at 64 bits, as torch.sum: the reference's double
-// accumulator agrees up to 2^53, the range checked against it here.
+// Integer sums are exact in i64 and wrap at 64 bits, as torch.sum and the reference.
 TEST(CpuNormalize, IntegerSumsAreExactInI64) {
   CpuBackend b(checked(1));
   const TensorData i32 = reftest::ints(DType::I32, {2}, {2147483647, 2147483647});
@@ -272,12 +271,16 @@ TEST(CpuNormalize, IntegerSumsAreExactInI64) {
   EXPECT_TRUE(
       sameTensor(runCpu(b, OpKind::Sum, {u8}, {}), reftest::ints(DType::I64, {}, {765}), 0));
   const int64_t big = int64_t{1} << 53;
-  EXPECT_TRUE(sameTensor(runCpu(b, OpKind::Sum, {reftest::ints(DType::I64, {2}, {big, 1})}, {}),
+  const TensorData pastDoubles = reftest::ints(DType::I64, {2}, {big, 1});
+  EXPECT_TRUE(sameTensor(runCpu(b, OpKind::Sum, {pastDoubles}, {}),
                          reftest::ints(DType::I64, {}, {big + 1}), 0));
+  EXPECT_TRUE(matchesReference(b, OpKind::Sum, {pastDoubles}, {}));
   const int64_t max = std::numeric_limits<int64_t>::max();
-  EXPECT_TRUE(sameTensor(runCpu(b, OpKind::Sum, {reftest::ints(DType::I64, {2}, {max, 2})}, {}),
+  const TensorData wraps = reftest::ints(DType::I64, {2}, {max, 2});
+  EXPECT_TRUE(sameTensor(runCpu(b, OpKind::Sum, {wraps}, {}),
                          reftest::ints(DType::I64, {}, {std::numeric_limits<int64_t>::min() + 1}),
                          0));
+  EXPECT_TRUE(matchesReference(b, OpKind::Sum, {wraps}, {}));
 }
 
 // 2 x 64 x 33 x 33 and friends: more work than one chunk, so the outputs (or, with fewer

@@ -51,6 +51,17 @@ TEST(ReferenceLinalg, Matmul) {
        {ints(DType::I32, {1, 2}, {3, -4}), ints(DType::I32, {2, 1}, {5, 6})},
        {},
        ints(DType::I32, {1, 1}, {-9})},
+      // Integers sum exactly and wrap, as torch and the CPU kernel: 2^53 + 1 is no double.
+      {"i64 exact past 2^53",
+       "matmul",
+       {ints(DType::I64, {1, 2}, {int64_t{1} << 52, 1}), ints(DType::I64, {2, 1}, {2, 1})},
+       {},
+       ints(DType::I64, {1, 1}, {(int64_t{1} << 53) + 1})},
+      {"i32 wraps at its width",
+       "matmul",
+       {ints(DType::I32, {1, 2}, {65536, 1}), ints(DType::I32, {2, 1}, {32768, 2147483647})},
+       {},
+       ints(DType::I32, {1, 1}, {-1})},  // 2^31 + 2^31 - 1 = 2^32 - 1
       {"f16 rounds once",
        "matmul",
        {tensor(DType::F16, {1, 2}, {2048, 1}), tensor(DType::F16, {2, 1}, {1, 3})},
@@ -94,6 +105,12 @@ TEST(ReferenceLinalg, Linear) {
         ints(DType::I64, {2}, {100, 0})},
        {},
        ints(DType::I64, {1, 2}, {105, 4})},
+      {"i64 wraps modulo 2^64",
+       "linear",
+       {ints(DType::I64, {1, 1}, {int64_t{1} << 62}), ints(DType::I64, {1, 1}, {4}),
+        ints(DType::I64, {1}, {3})},
+       {},
+       ints(DType::I64, {1, 1}, {3})},
   });
 }
 

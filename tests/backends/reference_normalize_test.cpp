@@ -128,6 +128,17 @@ TEST(ReferenceNormalize, Reductions) {
        {},
        ints(DType::I64, {}, {4294967294})},
       {"sum bool counts", "sum", {bools({3}, {1, 0, 1})}, {}, ints(DType::I64, {}, {2})},
+      // Integers sum exactly in 64 bits (2^53 + 1 is no double) and wrap as torch.sum.
+      {"sum i64 exact past 2^53",
+       "sum",
+       {ints(DType::I64, {2}, {int64_t{1} << 53, 1})},
+       {},
+       ints(DType::I64, {}, {(int64_t{1} << 53) + 1})},
+      {"sum i64 wraps",
+       "sum",
+       {ints(DType::I64, {2}, {std::numeric_limits<int64_t>::max(), 2})},
+       {},
+       ints(DType::I64, {}, {std::numeric_limits<int64_t>::min() + 1})},
       // Accumulated in double, rounded once: an f16 running sum would stay at 2048.
       {"sum f16 rounds once",
        "sum",

@@ -15,9 +15,8 @@
 // multiplied by sgemm and rounded once into the result (the reference rounds its double sums
 // once too; Debian 12's OpenBLAS exports no cblas_sbgemm, docs/decisions.md). Integers are
 // converted to int64 and multiplied as uint64, wrapping modulo 2^64, then stored wrapping at the
-// result's width, as the reference does.
-// Conversions are the cast op's (convertElements). Sizes past BLAS's 32-bit ints, and the integers,
-// go through plain loops split over the pool.
+// result's width, as the reference does. Conversions are the cast op's (convertElements). Sizes
+// past BLAS's 32-bit ints, and the integers, go through plain loops split over the pool.
 //
 // One pool shares the cores: OpenBLAS is set to one thread per call (once, process-wide), and a
 // GEMM is split into row or column panels over ferry's pool, each panel one sgemm/dgemm. With

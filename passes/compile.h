@@ -1,6 +1,7 @@
 // passes/compile.h — compile(): the pipeline from a verified graph to a placed, typed one.
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
 #include <string_view>
@@ -15,11 +16,11 @@ namespace ferry {
 struct CompileStats {
   int transfers = 0;          ///< transfer nodes in the final graph (per run)
   int64_t transferBytes = 0;  ///< bytes they move per run
-  int64_t h2dBytes = 0, d2hBytes = 0, d2dBytes = 0, h2hBytes = 0;  ///< by direction
-  int h2dTransfers = 0, d2hTransfers = 0, d2dTransfers = 0, h2hTransfers = 0;
-  /// The fields above for one direction (TransferDirection in passes/options.h).
-  int64_t bytesOf(TransferDirection d) const;
-  int transfersOf(TransferDirection d) const;
+  /// Bytes and transfers per direction, indexed by TransferDirection (passes/options.h).
+  std::array<int64_t, kTransferDirectionCount> directionBytes{};
+  std::array<int, kTransferDirectionCount> directionTransfers{};
+  int64_t bytesOf(TransferDirection d) const { return directionBytes[static_cast<size_t>(d)]; }
+  int transfersOf(TransferDirection d) const { return directionTransfers[static_cast<size_t>(d)]; }
   int castsInserted = 0;     ///< casts the dtype pass inserted
   int castsFolded = 0;       ///< casts of params done at compile time
   int castsRemoved = 0;      ///< cast round trips and duplicates simplify removed

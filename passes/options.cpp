@@ -188,10 +188,6 @@ std::string_view directionName(TransferDirection d) {
 }
 
 BudgetAction Budgets::action(TransferDirection d) const {
-  return const_cast<Budgets &>(*this).action(d);
-}
-
-BudgetAction &Budgets::action(TransferDirection d) {
   switch (d) {
     case TransferDirection::H2D: return h2d;
     case TransferDirection::D2H: return d2h;

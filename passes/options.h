@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,7 @@ enum class BudgetAction : uint8_t { Allow, Warn, Error };
 enum class TransferDirection : uint8_t { H2D, D2H, D2D, H2H };
 inline constexpr TransferDirection kTransferDirections[] = {
     TransferDirection::H2D, TransferDirection::D2H, TransferDirection::D2D, TransferDirection::H2H};
+inline constexpr size_t kTransferDirectionCount = std::size(kTransferDirections);
 TransferDirection transferDirection(Device from, Device to);
 /// "h2d", "d2h", "d2d", "h2h": as budgets and `--transfers` spell it.
 std::string_view directionKey(TransferDirection d);
@@ -52,8 +54,8 @@ struct Budgets {
   std::optional<int64_t> maxTransferBytes;  ///< per run, all transfers
   std::optional<int64_t> maxCasts;          ///< casts left in the graph (folded ones are free)
 
+  /// The action for one direction: h2d, d2h, d2d or h2h.
   BudgetAction action(TransferDirection d) const;
-  BudgetAction &action(TransferDirection d);
 };
 
 /// Speed of one kind of device, for estimates (not a profiler: relative cost is what matters).

@@ -96,20 +96,11 @@ CompileResult compile(Graph graph, const CompileOptions &options) {
   return result;
 }
 
-int64_t CompileStats::bytesOf(TransferDirection d) const {
-  const int64_t by[] = {h2dBytes, d2hBytes, d2dBytes, h2hBytes};
-  return by[static_cast<size_t>(d)];
-}
-
-int CompileStats::transfersOf(TransferDirection d) const {
-  const int by[] = {h2dTransfers, d2hTransfers, d2dTransfers, h2hTransfers};
-  return by[static_cast<size_t>(d)];
-}
-
 void describeGraph(const Graph &g, const CompileOptions &options, CompileStats &stats) {
   stats.transfers = 0;
-  stats.transferBytes = stats.h2dBytes = stats.d2hBytes = stats.d2dBytes = stats.h2hBytes = 0;
-  stats.h2dTransfers = stats.d2hTransfers = stats.d2dTransfers = stats.h2hTransfers = 0;
+  stats.transferBytes = 0;
+  stats.directionBytes = {};
+  stats.directionTransfers = {};
   stats.casts = 0;
   stats.nodesPerDevice.clear();
   stats.estimatedSeconds = 0;
@@ -129,12 +120,9 @@ void describeGraph(const Graph &g, const CompileOptions &options, CompileStats &
       auto bytes = static_cast<int64_t>(r.type.byteSize());
       ++stats.transfers;
       stats.transferBytes += bytes;
-      switch (transferDirection(from, *r.device)) {
-        case TransferDirection::H2D: stats.h2dBytes += bytes, ++stats.h2dTransfers; break;
-        case TransferDirection::D2H: stats.d2hBytes += bytes, ++stats.d2hTransfers; break;
-        case TransferDirection::D2D: stats.d2dBytes += bytes, ++stats.d2dTransfers; break;
-        case TransferDirection::H2H: stats.h2hBytes += bytes, ++stats.h2hTransfers; break;
-      }
+      const auto dir = static_cast<size_t>(transferDirection(from, *r.device));
+      stats.directionBytes[dir] += bytes;
+      ++stats.directionTransfers[dir];
       stats.estimatedSeconds += options.cost.transferSeconds(from, *r.device, double(bytes));
       continue;
     }

@@ -205,17 +205,21 @@ TEST(Stats, DescribeGraphCountsTransfersByDirectionAndNodesPerDevice) {
   describeGraph(g, o, s);
   EXPECT_EQ(s.transfers, 1);
   EXPECT_EQ(s.transferBytes, 4 * 8 * 4);
-  EXPECT_EQ(s.h2hBytes, 128);
-  EXPECT_EQ(s.h2dBytes + s.d2hBytes + s.d2dBytes, 0);
-  EXPECT_EQ(s.h2hTransfers, 1);
-  EXPECT_EQ(s.h2dTransfers + s.d2hTransfers + s.d2dTransfers, 0);
+  EXPECT_EQ(s.bytesOf(TransferDirection::H2H), 128);
+  EXPECT_EQ(s.bytesOf(TransferDirection::H2D) + s.bytesOf(TransferDirection::D2H) +
+                s.bytesOf(TransferDirection::D2D),
+            0);
+  EXPECT_EQ(s.transfersOf(TransferDirection::H2H), 1);
+  EXPECT_EQ(s.transfersOf(TransferDirection::H2D) + s.transfersOf(TransferDirection::D2H) +
+                s.transfersOf(TransferDirection::D2D),
+            0);
   EXPECT_EQ(s.transfersOf(TransferDirection::H2H), 1);
   EXPECT_EQ(s.bytesOf(TransferDirection::H2H), 128);
   EXPECT_EQ(s.bytesOf(TransferDirection::D2H), 0);
   // Described again, the counts start over rather than add up.
   describeGraph(g, o, s);
-  EXPECT_EQ(s.h2hTransfers, 1);
-  EXPECT_EQ(s.h2hBytes, 128);
+  EXPECT_EQ(s.transfersOf(TransferDirection::H2H), 1);
+  EXPECT_EQ(s.bytesOf(TransferDirection::H2H), 128);
   EXPECT_EQ(s.casts, 1);
   EXPECT_EQ(s.nodesPerDevice[Device::cpu()], 1);
   EXPECT_EQ(s.nodesPerDevice[Device::cpu(1)], 2);

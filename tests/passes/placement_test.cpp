@@ -333,7 +333,9 @@ TEST_P(TwoAccelerators, Story5AutoCopiesOnceBetweenThem) {
     ASSERT_TRUE(r.ok()) << text(r);
     EXPECT_EQ(transfers(r.graph), "%b -> " + a.str() + " as %b." + suffix);
     EXPECT_EQ(deviceOf(r.graph, "d"), a.str());
-    EXPECT_EQ(a.isHost() ? r.stats.h2hBytes : r.stats.d2dBytes, 256 * 256 * 4);
+    EXPECT_EQ(a.isHost() ? r.stats.bytesOf(TransferDirection::H2H)
+                         : r.stats.bytesOf(TransferDirection::D2D),
+              256 * 256 * 4);
   }
 }
 

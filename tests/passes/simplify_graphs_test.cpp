@@ -41,12 +41,12 @@ TEST(SimplifyEndToEnd, UnderAutocastTheActivationIsCastBeforeItsCopyToTheHost) {
   o.stopAfter = "dtype";
   CompileResult typed = compile(*g, o);
   ASSERT_TRUE(typed.ok()) << renderText(typed.diagnostics, {.snippet = false});
-  EXPECT_EQ(typed.stats.d2hBytes, 32 * 256 * 4);
+  EXPECT_EQ(typed.stats.bytesOf(TransferDirection::D2H), 32 * 256 * 4);
   o.stopAfter = "";
   CompileResult r = compile(*g, o);
   ASSERT_TRUE(r.ok()) << renderText(r.diagnostics, {.snippet = false});
   EXPECT_EQ(r.stats.transfers, 1);
-  EXPECT_EQ(r.stats.d2hBytes, 32 * 256 * 2);
+  EXPECT_EQ(r.stats.bytesOf(TransferDirection::D2H), 32 * 256 * 2);
   EXPECT_EQ(r.stats.castsFolded, 1);
   const ParamDecl *w = findParam(r.graph, "w");
   ASSERT_NE(w, nullptr) << dump(r.graph);

@@ -430,7 +430,7 @@ TEST(SimplifyJoint, AValueCastToF16AndSentToTheHostIsCastBeforeTheTransfer) {
   CompileStats s = simplified(g);
   const CompileStats after = described(g);
   EXPECT_EQ(after.transferBytes, before.transferBytes / 2);
-  EXPECT_EQ(after.d2hBytes, 32 * 256 * 2);
+  EXPECT_EQ(after.bytesOf(TransferDirection::D2H), 32 * 256 * 2);
   EXPECT_EQ(after.transfers, 1);
   EXPECT_EQ(after.casts, 1);
   EXPECT_EQ(s.castsRemoved, 0);
@@ -506,7 +506,7 @@ TEST(SimplifyJoint, AWideningCastMovesAfterTheTransfer) {
   output %y
 }
 )"));
-  EXPECT_EQ(described(g).h2dBytes, 16 * 2);
+  EXPECT_EQ(described(g).bytesOf(TransferDirection::H2D), 16 * 2);
   ASSERT_TRUE(g.findValue("t"));
   EXPECT_EQ(g.deviceReason(*g.findValue("t")).detail,
             "cast moved after the transfer to cuda:0: 2 bytes/elem instead of 4");
@@ -588,7 +588,7 @@ TEST(SimplifyJoint, AWeightSentToTheDeviceIsCastOnTheHostAtCompileTime) {
 }
 )"));
   EXPECT_EQ(s.castsFolded, 1);
-  EXPECT_EQ(described(g).h2dBytes, 16 * 8 * 2);
+  EXPECT_EQ(described(g).bytesOf(TransferDirection::H2D), 16 * 8 * 2);
   EXPECT_EQ(described(g).casts, 0);
 
   // The other way: an f16 weight computed with in f32 on the device is sent as f16 and widened
@@ -613,7 +613,7 @@ TEST(SimplifyJoint, AWeightSentToTheDeviceIsCastOnTheHostAtCompileTime) {
 )"));
   EXPECT_EQ(u.castsFolded, 0);
   EXPECT_EQ(u.castsRemoved, 0);
-  EXPECT_EQ(described(h).h2dBytes, 16 * 8 * 2);
+  EXPECT_EQ(described(h).bytesOf(TransferDirection::H2D), 16 * 8 * 2);
 }
 
 // --- 4. Merging, 5. dead code --------------------------------------------------------------------

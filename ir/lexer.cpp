@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "ir/utf8.h"
+
 namespace ferry::fy {
 
 namespace {
@@ -18,29 +20,6 @@ int hexDigit(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-// Length of the well-formed UTF-8 sequence at s[i] (1 for ASCII), or 0 when it is malformed
-// (stray continuation bytes, overlong forms, surrogates, code points past U+10FFFF).
-size_t utf8Length(std::string_view s, size_t i) {
-  auto b = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0; };
-  unsigned char c = b(0);
-  auto cont = [&](size_t k) { return (b(k) & 0xc0) == 0x80; };
-  if (c < 0x80) return 1;
-  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
-  if (c >= 0xe0 && c <= 0xef) {
-    if (!cont(1) || !cont(2)) return 0;
-    if (c == 0xe0 && b(1) < 0xa0) return 0;   // overlong
-    if (c == 0xed && b(1) >= 0xa0) return 0;  // surrogate
-    return 3;
-  }
-  if (c >= 0xf0 && c <= 0xf4) {
-    if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xf0 && b(1) < 0x90) return 0;
-    if (c == 0xf4 && b(1) >= 0x90) return 0;
-    return 4;
-  }
-  return 0;
 }
 
 class LineLexer {
@@ -122,7 +101,7 @@ class LineLexer {
       return make(Tok::Ident, start, i_);
     }
     if (startsNumber()) return number();
-    size_t len = utf8Length(s_, i_);
+    size_t len = utf8SequenceLength(s_, i_);
     if (len == 0) return error(start, "unexpected " + describeChar(c) + " (not valid UTF-8)");
     if (len > 1)
       return error(start, "unexpected character '" + std::string(s_.substr(i_, len)) + "'");
@@ -197,7 +176,7 @@ class LineLexer {
       auto u = static_cast<unsigned char>(c);
       if (u < 0x20 || u == 0x7f)
         return error(i_, "control character " + describeChar(c) + " in string (write \\n or \\t)");
-      size_t len = utf8Length(s_, i_);
+      size_t len = utf8SequenceLength(s_, i_);
       if (len == 0) return error(i_, "invalid UTF-8 " + describeChar(c) + " in string");
       value.append(s_.substr(i_, len));
       i_ += len;
@@ -294,7 +273,7 @@ std::string quoteString(std::string_view s) {
       case '\t': out += "\\t"; break;
       case '\r': out += "\\r"; break;
       default: {
-        size_t len = u < 0x20 || u == 0x7f ? 0 : utf8Length(s, i);
+        size_t len = u < 0x20 || u == 0x7f ? 0 : utf8SequenceLength(s, i);
         if (len == 0) {
           out += std::string("\\x") + kHex[u >> 4] + kHex[u & 15];
           ++i;

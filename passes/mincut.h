@@ -77,8 +77,8 @@ class MinCut {
   size_t arcCapacity_ = 0;
   std::vector<int32_t> sources_;  // vertices the source has residual capacity to
   std::vector<int32_t> level_, next_, queue_, path_, pathVertex_;
-  int32_t sinkLevel_ =
-      0;  // in the current phase: one more than the nearest vertex with sink capacity
+  // In the current phase: one more than the level of the nearest vertex with sink capacity.
+  int32_t sinkLevel_ = 0;
   std::vector<uint8_t> sourceSide_;
 };
 

@@ -6,8 +6,8 @@
 // check on (the default in debug builds and in tests), every kernel first checks that each
 // operand's bytes lie in an allocation of its node's device, so a missing transfer is an
 // error, never a silent read across devices; copies, uploads and downloads check their side(s)
-// too. Every copy between two devices (copy(), upload(), and the `transfer` kernel, which is a
-// copy()) is counted in the caller's Traffic.
+// too. Every copy between two devices (copy() and upload(); run() refuses a `transfer`) is
+// counted in the caller's Traffic.
 //
 // Kernels: every op of the table in every dtype it accepts (backends/cpu/kernels.h lists the
 // families); f16/bf16 compute in f32, GEMMs go through OpenBLAS, the rest is vectorised loops

@@ -8,12 +8,35 @@
 
 #include "common/utf8_check.h"
 #include "ir/json.h"
+#include "ir/utf8.h"
 
 namespace ferry {
 namespace {
 
 using testutil::invalidUtf8;
 using testutil::unprintable;
+
+// The product's one UTF-8 rule (ir/utf8.h, used by the lexer, jsonString and the tools' escaping)
+// agrees with the independent decoder of the tests on every one- and two-byte string, every lead
+// byte with every second byte of a three- or four-byte sequence (where all its special cases
+// lie), and cut sequences.
+TEST(Utf8, SequenceLengthsAgreeWithADecoder) {
+  int checked = 0;
+  auto agree = [&](const std::string &s) {
+    ++checked;
+    EXPECT_EQ(utf8SequenceLength(s, 0), testutil::utf8Length(s, 0)) << ::testing::PrintToString(s);
+  };
+  for (int a = 0; a < 256; ++a) {
+    agree(std::string(1, static_cast<char>(a)));
+    for (int b = 0; b < 256; ++b) {
+      const std::string two{static_cast<char>(a), static_cast<char>(b)};
+      agree(two);
+      for (const char *tail : {"\x80", "\xBF", "\x80\x80", "\xBF\xBF", "\x41", "\x80\x41"})
+        agree(two + tail);
+    }
+  }
+  EXPECT_EQ(checked, 256 + 256 * 256 * 7);
+}
 
 TEST(JsonString, EscapesQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(jsonString(""), "\"\"");

@@ -7,27 +7,11 @@
 #include <iostream>
 #include <optional>
 
+#include "ir/utf8.h"
+
 namespace ferry {
 
 namespace {
-
-// The length of the valid UTF-8 sequence at s[i] (2 to 4), or 0 when there is none.
-size_t utf8Length(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  size_t n = c >= 0xC2 && c <= 0xDF   ? 2
-             : c >= 0xE0 && c <= 0xEF ? 3
-             : c >= 0xF0 && c <= 0xF4 ? 4
-                                      : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-  // Overlong three-byte forms, surrogates, and code points past U+10FFFF.
-  if ((c == 0xE0 && byte(i + 1) < 0xA0) || (c == 0xED && byte(i + 1) > 0x9F) ||
-      (c == 0xF0 && byte(i + 1) < 0x90) || (c == 0xF4 && byte(i + 1) > 0x8F))
-    return 0;
-  return n;
-}
 
 std::string hexByte(unsigned char c) {
   char buf[8];
@@ -82,7 +66,7 @@ std::string printable(std::string_view s) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7F)) {
       out += s[i];
-    } else if (size_t n = c >= 0x80 ? utf8Length(s, i) : 0; n > 0) {
+    } else if (size_t n = c >= 0x80 ? utf8SequenceLength(s, i) : 0; n > 0) {
       out.append(s.substr(i, n));
       i += n - 1;
     } else {

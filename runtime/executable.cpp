@@ -188,11 +188,14 @@ Capabilities backendCapabilities() {
   return c;
 }
 
-Expected<Executable> build(Graph graph, CompileOptions options, std::vector<Diagnostic> *warnings) {
-  // The backends' gaps, so placement falls back or rejects instead of failing at run time.
+void useBackendCapabilities(CompileOptions &options) {
   Capabilities table = backendCapabilities();
   table.merge(options.capabilities);  // the caller's gaps and factors on top
   options.capabilities = std::move(table);
+}
+
+Expected<Executable> build(Graph graph, CompileOptions options, std::vector<Diagnostic> *warnings) {
+  useBackendCapabilities(options);
   CompileResult r = compile(std::move(graph), options);
   if (!r.ok()) return Status(std::move(r.diagnostics));
   if (!options.stopAfter.empty())

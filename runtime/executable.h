@@ -110,10 +110,14 @@ Expected<Executable> lower(const Graph &compiled, const CompileOptions &options)
 /// kernel for on its device kind, and the cost factors of the kernels it has.
 Capabilities backendCapabilities();
 
-/// The usual path: compile() with backendCapabilities() merged under `options.capabilities`
-/// (Capabilities::merge: the caller's gaps and factors on top), then
-/// lower(). A rejected graph's error carries every diagnostic of the compile; warnings of an
-/// accepted one go to `warnings` when given.
+/// `options.capabilities` merged over backendCapabilities() (Capabilities::merge: the caller's
+/// gaps and factors on top), so that placement falls back or rejects where this build's backends
+/// have no kernel instead of failing at run time: what build() and ferry-compile compile with.
+void useBackendCapabilities(CompileOptions &options);
+
+/// The usual path: compile() with useBackendCapabilities(), then lower(). A rejected graph's error
+/// carries every diagnostic of the compile; warnings of an accepted one go to `warnings` when
+/// given.
 Expected<Executable> build(Graph graph, CompileOptions options,
                            std::vector<Diagnostic> *warnings = nullptr);
 

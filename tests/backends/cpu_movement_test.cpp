@@ -25,26 +25,17 @@ using namespace cputest;
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
-// Infers the result type, runs `kind` on the reference and on the CPU backend, and compares:
-// exactly (tol < 0: byte for byte) or as sameTensor does within `tol`.
+// Runs `kind` on the reference and on the CPU backend (runBoth), and compares: exactly (tol < 0:
+// byte for byte) or as sameTensor does within `tol`. A result dtype the backend says it does not
+// support is a failure too.
 ::testing::AssertionResult matchesReference(CpuBackend &b, OpKind kind,
                                             const std::vector<TensorData> &in,
                                             const std::vector<NamedAttr> &given, double tol = -1) {
-  const OpInfo &info = opInfo(kind);
-  const Attrs attrs = completeAttrs(info, given);
-  std::vector<TensorType> types;
-  for (const TensorData &t : in) types.push_back(t.type());
-  const InferResult inferred = inferType(info, types, attrs);
-  if (const auto *e = std::get_if<InferError>(&inferred))
-    return ::testing::AssertionFailure() << "inferType: " << e->message;
-  const TensorType result = std::get<TensorType>(inferred);
-  if (!b.supports(kind, result.dtype))
-    return ::testing::AssertionFailure() << "not supported in " << dtypeName(result.dtype);
-  Expected<TensorData> want = reference::evalOp(info, in, attrs, result);
-  if (!want.ok()) return ::testing::AssertionFailure() << "reference: " << want.status().message();
-  Expected<TensorData> got = runOnCpu(b, info, in, attrs, result);
-  if (!got.ok()) return ::testing::AssertionFailure() << "cpu: " << got.status().message();
-  return tol < 0 ? sameBytes(*got, *want) : sameTensor(*got, *want, tol);
+  TensorData got, want;
+  if (::testing::AssertionResult r = runBoth(b, kind, in, given, got, want); !r) return r;
+  if (!b.supports(kind, want.dtype()))
+    return ::testing::AssertionFailure() << "not supported in " << dtypeName(want.dtype());
+  return tol < 0 ? sameBytes(got, want) : sameTensor(got, want, tol);
 }
 
 std::string traceOf(const std::vector<TensorData> &in, const std::vector<NamedAttr> &attrs) {

@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "common/parse.h"
-#include "ir/parser.h"
 #include "passes/compile.h"
 #include "passes/pass.h"
 

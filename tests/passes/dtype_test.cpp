@@ -8,7 +8,6 @@
 #include <tuple>
 
 #include "common/parse.h"
-#include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/compile.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "ir/parser.h"
+#include "common/parse.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/compile.h"
@@ -20,9 +20,7 @@ namespace ferry {
 // A graph as placement and dtype leave it, written by hand: each statement's `@device` becomes
 // its value's device; cast and transfer nodes lose their pin and are marked inserted.
 inline Graph placed(std::string_view text) {
-  Expected<Graph> parsed = parseGraph(text, "t.fy");
-  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-  Graph g = std::move(parsed).value();
+  Graph g = parseOk(text);
   for (const ParamDecl &p : g.params()) g.value(p.value).device = p.pin;
   for (NodeId id : g.order()) {
     Node &n = g.node(id);

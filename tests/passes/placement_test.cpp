@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "common/parse.h"
-#include "ir/parser.h"
 #include "ir/printer.h"
 #include "passes/compile.h"
 #include "passes/explain.h"

@@ -2,7 +2,6 @@
 // trips in memory and through files, and loading flipped, truncated and hostile bytes with an
 // error that says what is wrong, never a crash or an absurd allocation.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -341,7 +340,6 @@ TEST(Artifact, SaveAndLoadThroughAFile) {
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->serialize(), other.serialize());
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
-  fs::remove_all(dir);
 }
 
 // The one test both tools use to tell an executable from a model: the magic, nothing else.
@@ -375,7 +373,6 @@ TEST(Artifact, SaveIntoAMissingFolderNamesIt) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.diagnostics()[0].code, "artifact");
   EXPECT_TRUE(has(s.message(), "the folder '" + dir + "' does not exist")) << s.message();
-  fs::remove_all(root);
 }
 
 TEST(Artifact, AFailedSaveLeavesNoFileBehind) {
@@ -386,7 +383,6 @@ TEST(Artifact, AFailedSaveLeavesNoFileBehind) {
   ASSERT_FALSE(s.ok());
   EXPECT_TRUE(has(s.message(), dir + "/model.ferry: cannot save: is a directory")) << s.message();
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
-  fs::remove_all(dir);
 }
 
 TEST(Artifact, LoadOfAMissingFileNamesIt) {
@@ -400,7 +396,6 @@ TEST(Artifact, LoadOfAMissingFileNamesIt) {
   e = Executable::load(dir);
   ASSERT_FALSE(e.ok());
   EXPECT_TRUE(has(e.status().message(), dir + ": is a directory")) << e.status().message();
-  fs::remove_all(dir);
 }
 
 // ---- magic, version, corruption, truncation

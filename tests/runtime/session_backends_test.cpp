@@ -4,12 +4,9 @@
 // against the plan fails loudly when a backend copies more or less than the plan says.
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include "backends/cpu/cpu_backend.h"
 #include "backends/reference/interpreter.h"
 #include "common/parse.h"
-#include "ir/parser.h"
 #include "runtime/session.h"
 
 namespace ferry {

@@ -189,11 +189,14 @@ TEST(Session, OutputsComeBackOnTheirDeviceWhenAsked) {
 
 // 8 threads x 200 runs of one checked session, each thread with its own inputs, every output
 // compared with the reference: a one-device elementwise model, and a two-device one whose runs
-// copy between arenas (a transfer per run, counted and checked against the plan) around a GEMM
-// on the shared thread pool.
-void hammer(std::string_view text, const CompileOptions &options,
+// copy between arenas (`copies`: its plan has transfers, each run's counted and checked against
+// the plan) around a GEMM on the shared thread pool.
+void hammer(std::string_view text, const CompileOptions &options, bool copies,
             const std::function<std::map<std::string, TensorData>(int)> &inputsOf) {
   Session s = open(text, options);
+  const int transfersPerRun = s.executable().planTransfers;
+  ASSERT_EQ(transfersPerRun > 0, copies) << transfersPerRun << " transfers per run: the model must "
+                                         << (copies ? "" : "not ") << "copy between devices";
   const Graph g = parseOk(text);
   constexpr int kThreads = 8, kRuns = 200;
   std::vector<std::map<std::string, TensorData>> inputs;
@@ -218,8 +221,16 @@ void hammer(std::string_view text, const CompileOptions &options,
           continue;
         }
         moved[i] += r->stats.transfers;
+        if (r->outputs.size() != want[i].size()) {
+          ++wrong[i];
+          continue;
+        }
         for (size_t o = 0; o < want[i].size(); ++o) {
           const TensorData &got = r->outputs[o].tensor.data();
+          if (got.type() != want[i][o].type()) {
+            ++wrong[i];
+            break;
+          }
           for (int64_t e = 0; e < got.numel(); ++e)
             if (std::fabs(got.at(e) - want[i][o].at(e)) > 1e-5) {
               ++wrong[i];
@@ -229,7 +240,6 @@ void hammer(std::string_view text, const CompileOptions &options,
       }
     });
   for (std::thread &t : threads) t.join();
-  const int transfersPerRun = s.executable().planTransfers;
   for (int t = 0; t < kThreads; ++t) {
     EXPECT_EQ(failed[static_cast<size_t>(t)], 0) << "thread " << t;
     EXPECT_EQ(wrong[static_cast<size_t>(t)], 0) << "thread " << t;
@@ -239,16 +249,14 @@ void hammer(std::string_view text, const CompileOptions &options,
 
 TEST(Session, ManyThreadsShareOneSession) {
   const TensorData b = sample(DType::F32, {5}, 99);
-  hammer(kElementwise, on({Device::cpu()}), [&](int t) {
+  hammer(kElementwise, on({Device::cpu()}), false, [&](int t) {
     return std::map<std::string, TensorData>{
         {"x", sample(DType::F32, {8, 5}, 100 + static_cast<uint64_t>(t))}, {"b", b}};
   });
 }
 
 TEST(Session, ManyThreadsShareOneSessionThatCopiesBetweenDevices) {
-  Session probe = open(kTwoDevices, on({Device::cpu(), Device::cpu(1)}, PlacementPolicy::Auto));
-  ASSERT_GT(probe.executable().planTransfers, 0) << "the model must copy between devices";
-  hammer(kTwoDevices, on({Device::cpu(), Device::cpu(1)}, PlacementPolicy::Auto), [](int t) {
+  hammer(kTwoDevices, on({Device::cpu(), Device::cpu(1)}, PlacementPolicy::Auto), true, [](int t) {
     return std::map<std::string, TensorData>{
         {"x", sample(DType::F32, {4, 3}, 200 + static_cast<uint64_t>(t))}};
   });
@@ -416,9 +424,7 @@ TEST(Lower, ValidateRejectsInconsistentPlans) {
   CompileOptions o;
   o.devices = {Device::cpu(), Device::cpu(1)};
   o.placement = PlacementPolicy::Auto;
-  Expected<Graph> g = parseGraph(kTwoDevices, "model.fy");
-  ASSERT_TRUE(g.ok());
-  Expected<Executable> exe = build(std::move(*g), o);
+  Expected<Executable> exe = build(parseOk(kTwoDevices, "model.fy"), o);
   ASSERT_TRUE(exe.ok()) << exe.status().message();
   ASSERT_TRUE(exe->validate().ok());
   auto expectError = [](const Executable &e, const std::string &want) {

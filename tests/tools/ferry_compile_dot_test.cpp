@@ -3,7 +3,6 @@
 // tooltips), and a legend for every kind of node.
 #include <gtest/gtest.h>
 
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,19 +37,7 @@ std::string chain(int n, int pin = -1, const std::string &name = "") {
   return s + "  output %" + value(n - 1) + "\n}\n";
 }
 
-// The lines of `s` that contain `part`, the legend's left out.
-std::vector<std::string> drawn(const std::string &s, std::string_view part) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string line; std::getline(in, line);)
-    if (contains(line, part) && !contains(line, "legend_")) out.push_back(line);
-  return out;
-}
-
-class FerryCompileDot : public ToolTest {
- protected:
-  Result run(const std::string &args) { return runTool(FERRY_COMPILE, args); }
-};
+class FerryCompileDot : public FerryCompileTest {};
 
 // The picture counts the transfers the summary counts: one bold edge per transfer, however
 // many nodes read its result.
@@ -89,9 +76,8 @@ TEST_F(FerryCompileDot, ALongChainIsOneBox) {
       contains(r.out, "legend_chain [shape=box3d, label=\"more than 16 nodes\\nin a chain\"]"))
       << r.out;
   // The text dump still has every node.
-  EXPECT_EQ(count(run(shellQuote(path("chain.fy"))).out, " = relu(") +
-                count(run(shellQuote(path("chain.fy"))).out, " = neg("),
-            150u);
+  const std::string text = run(shellQuote(path("chain.fy"))).out;
+  EXPECT_EQ(count(text, " = relu(") + count(text, " = neg("), 150u);
 }
 
 // The threshold: 16 nodes before the output are drawn one by one, 17 are one box.

@@ -13,13 +13,7 @@ namespace {
 
 using namespace tooltest;
 
-// An input on cpu and a weight pinned to cpu:1: strict rejects the linear, auto inserts one
-// transfer (host to host, 128 bytes).
-
-class FerryCompileExplain : public ToolTest {
- protected:
-  Result run(const std::string &args) { return runTool(FERRY_COMPILE, args); }
-};
+class FerryCompileExplain : public FerryCompileTest {};
 
 // --explain %V on a rejected model explains V as the failing pass placed it.
 TEST_F(FerryCompileExplain, ExplainsTheValuesOfARejectedModel) {
@@ -36,10 +30,8 @@ TEST_F(FerryCompileExplain, ExplainsTheValuesOfARejectedModel) {
   EXPECT_TRUE(contains(r.err, "%x : f32[4,8] @cpu\n  device: input 'x', declared at " + model))
       << r.err;
   // A name the rejected graph does not have is still a usage error.
-  Result unknown = run("--devices cpu,cpu:1 --explain %nope " + shellQuote(model));
-  EXPECT_EQ(unknown.exit, 2);
-  EXPECT_EQ(unknown.out, "");
-  EXPECT_EQ(count(unknown.err, "\n"), 1u) << unknown.err;
+  expectUsageError("--devices cpu,cpu:1 --explain %nope " + shellQuote(model),
+                   "--explain: no value %nope in 'two' (its values: %x, %w, %h, %y)", Match::Whole);
   // A model that does not parse has no values: said, not ignored.
   Result broken = run("--explain %h " + shellQuote(write("bad.fy", "graph bad {\n  %h = \n}\n")));
   EXPECT_EQ(broken.exit, 1);
@@ -78,7 +70,8 @@ TEST_F(FerryCompileExplain, BudgetRejectionsSuggestTheBudgetThatCompiles) {
   EXPECT_TRUE(contains(bytes.err, "transfers move 128 bytes per run, over the budget of 100 "
                                   "(max_transfer_bytes, --max-transfer-bytes)"))
       << bytes.err;
-  EXPECT_TRUE(contains(bytes.err, "raise max_transfer_bytes (--max-transfer-bytes) to 128")) << bytes.err;
+  EXPECT_TRUE(contains(bytes.err, "raise max_transfer_bytes (--max-transfer-bytes) to 128"))
+      << bytes.err;
   EXPECT_TRUE(contains(bytes.err, "  compiles with --max-transfer-bytes 128: 1 transfer"))
       << bytes.err;
   // Strict placement needs --placement auto first, and that plan then needs the budget too.

@@ -40,9 +40,6 @@ constexpr const char *kShapeError = R"(graph bad {
 }
 )";
 
-// An input on cpu and a weight pinned to cpu:1: strict rejects the linear, auto inserts one
-// transfer (cpu -> cpu:1 is host to host: h2h).
-
 // Nothing but a param: where it goes is up to --target.
 constexpr const char *kUnconstrained = R"(graph free {
   param %p : f32[2] = ones
@@ -53,15 +50,6 @@ constexpr const char *kUnconstrained = R"(graph free {
 
 // A text dump without the summary comments that close it.
 std::string graphPart(const std::string &dump) { return dump.substr(0, dump.find("\n# summary")); }
-
-// The lines of `s` that contain `part`.
-std::vector<std::string> linesWith(const std::string &s, std::string_view part) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string line; std::getline(in, line);)
-    if (contains(line, part)) out.push_back(line);
-  return out;
-}
 
 // Statements of a printed graph (not the `graph` header or closing brace).
 std::vector<std::string> statements(const std::string &text) {
@@ -81,10 +69,7 @@ std::string withoutTimings(const std::string &stats) {
   return out;
 }
 
-class FerryCompile : public tooltest::ToolTest {
- protected:
-  Result run(const std::string &args) { return runTool(FERRY_COMPILE, args); }
-};
+class FerryCompile : public FerryCompileTest {};
 
 TEST_F(FerryCompile, EmitsTextByDefault) {
   std::string model = write("mlp.fy", kMlp);
@@ -227,14 +212,9 @@ TEST_F(FerryCompile, ExampleModelCompilesInEveryFormat) {
 
 TEST_F(FerryCompile, MissingFileIsAUsageError) {
   std::string missing = (dir_ / "x.fy").string();
-  Result r = run(shellQuote(missing));
-  EXPECT_EQ(r.exit, 2);
-  EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err,
-            "ferry-compile: error: cannot read '" + missing + "': No such file or directory\n");
-  Result dir = run(shellQuote(dir_.string()));
-  EXPECT_EQ(dir.exit, 2);
-  EXPECT_TRUE(contains(dir.err, "Is a directory")) << dir.err;
+  expectUsageError(shellQuote(missing), "cannot read '" + missing + "': No such file or directory",
+                   Match::Whole);
+  expectUsageError(shellQuote(dir_.string()), "Is a directory");
 }
 
 TEST_F(FerryCompile, BadOptionsAreUsageErrors) {
@@ -361,11 +341,7 @@ TEST_F(FerryCompile, BadOptionValuesAreOneLineUsageErrors) {
       {"--max-casts -3", "--max-casts", "non-negative integer"},
   };
   for (const Case &c : cases) {
-    Result r = run(c.args + " " + shellQuote(model));
-    EXPECT_EQ(r.exit, 2) << c.args;
-    EXPECT_EQ(r.out, "") << c.args;
-    EXPECT_EQ(count(r.err, "\n"), 1u) << c.args << ": " << r.err;
-    EXPECT_TRUE(r.err.starts_with("ferry-compile: error: " + c.option + ": ")) << r.err;
+    Result r = expectUsageError(c.args + " " + shellQuote(model), c.option + ": ", Match::Start);
     EXPECT_TRUE(contains(r.err, c.expected)) << c.args << ": " << r.err;
   }
   // As JSON, too, when asked.
@@ -617,8 +593,7 @@ TEST_F(FerryCompile, ARejectedGraphIsDrawnWithItsErrorsInRed) {
   Result r = run("--devices cpu,cpu:1 --emit dot -o " + shellQuote(dot) + " " + shellQuote(model));
   EXPECT_EQ(r.exit, 1);
   EXPECT_TRUE(contains(r.err, "are on different devices")) << r.err;
-  std::vector<std::string> red = linesWith(readFile(dot), "color=red");
-  std::erase_if(red, [](const std::string &line) { return contains(line, "legend_"); });
+  const std::vector<std::string> red = drawn(readFile(dot), "color=red");
   ASSERT_EQ(red.size(), 1u) << readFile(dot);
   EXPECT_TRUE(contains(red[0], "label=\"%h = linear")) << red[0];
   EXPECT_TRUE(contains(red[0], "tooltip=\"operands of 'linear' (%h) are on different devices: "

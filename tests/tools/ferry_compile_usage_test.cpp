@@ -3,7 +3,6 @@
 // expects, never overwriting the model, every option of --help tried with a bad value; inputs
 // that are no model (a binary file, a compiled executable) and Graphviz failing.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <filesystem>
 #include <map>
@@ -12,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "common/utf8_check.h"
 #include "json_test_util.h"
 #include "tool_test_util.h"
 
@@ -20,7 +18,6 @@ namespace ferry {
 namespace {
 
 using namespace tooltest;
-using testutil::unprintable;
 
 constexpr const char *kMlp = R"(graph mlp {
   input %x : f32[4,8] @cpu
@@ -31,21 +28,7 @@ constexpr const char *kMlp = R"(graph mlp {
 }
 )";
 
-class FerryCompileUsage : public ToolTest {
- protected:
-  Result run(const std::string &args) { return runTool(FERRY_COMPILE, args); }
-
-  // A usage error: exit status 2, nothing on stdout, one line on stderr that contains `message`.
-  void expectUsageError(const std::string &args, const std::string &message) {
-    SCOPED_TRACE(args);
-    Result r = run(args);
-    EXPECT_EQ(r.exit, 2) << r.err;
-    EXPECT_EQ(r.out, "");
-    EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
-    EXPECT_TRUE(r.err.starts_with("ferry-compile: error: ")) << r.err;
-    EXPECT_TRUE(contains(r.err, message)) << r.err;
-  }
-};
+class FerryCompileUsage : public FerryCompileTest {};
 
 // An error found late (an --explain name exists only after the compile) or about an output
 // path still writes nothing: not the dump on stdout, not the files asked for.
@@ -92,12 +75,10 @@ TEST_F(FerryCompileUsage, TheModelIsNeverOverwritten) {
                        shellQuote(model),
                    message);
   // --emit-dir . next to the model: its text dump would be ./mlp.fy.
-  Result here = runTool(FERRY_COMPILE, "mlp.fy --emit text,dot --emit-dir .", {.workDir = dir_});
-  EXPECT_EQ(here.exit, 2);
-  EXPECT_EQ(here.out, "");
-  EXPECT_EQ(here.err,
-            "ferry-compile: error: --emit-dir: the text dump would go to './mlp.fy', which is the "
-            "model file itself; refusing to overwrite it (choose another --emit-dir)\n");
+  expectUsageError("mlp.fy --emit text,dot --emit-dir .",
+                   "--emit-dir: the text dump would go to './mlp.fy', which is the model file "
+                   "itself; refusing to overwrite it (choose another --emit-dir)",
+                   Match::Whole, {.workDir = dir_});
   EXPECT_FALSE(fs::exists(path("mlp.dot")));
   // A model whose name ends in .ferry, given as -o: the executable would replace it.
   const std::string odd = write("model.ferry", kMlp);
@@ -230,20 +211,11 @@ TEST_F(FerryCompileUsage, NoFallbackReachesTheCompile) {
   EXPECT_EQ(with.out, without.out);
 }
 
-// A binary file gives at most kMaxErrorsShown (20) errors, every byte a terminal shows.
+// A binary file gives at most kMaxErrorsShown (20) errors, every byte a terminal shows
+// (ferry-run's test is the same: tests/tools/ferry_run_test.cpp).
 TEST_F(FerryCompileUsage, ABinaryFileGivesFewPrintableErrors) {
-  std::string bytes;
-  for (int i = 0; i < 200000; ++i) bytes += static_cast<char>((i * 7919 + i / 13) % 256);
-  const std::string binary = shellQuote(write("blob.fy", bytes));
-  Result r = run(binary);
-  EXPECT_EQ(r.exit, 1);
-  EXPECT_EQ(r.out, "");
-  EXPECT_EQ(count(r.err, ": error: "), 20u) << r.err.substr(0, 2000);
-  EXPECT_LT(r.err.size(), 20000u);
-  EXPECT_TRUE(contains(r.err, "more diagnostics not shown (only the first 20 errors are)\n"))
-      << r.err.substr(r.err.size() - 300);
-  EXPECT_EQ(unprintable(r.err), "") << r.err.substr(0, 2000);
-  EXPECT_TRUE(contains(r.err, "\\x")) << "raw bytes are written as \\xNN";
+  const std::string binary = shellQuote(write("blob.fy", binaryBlob()));
+  expectFewPrintableErrors(run(binary), FERRY_COMPILE);
   // As JSON: one document, capped the same way.
   Result json = run("--diagnostics json " + binary);
   EXPECT_EQ(json.exit, 1);
@@ -296,15 +268,10 @@ TEST_F(FerryCompileUsage, DotsErrorsAreFoldedIntoOneLine) {
   write("bin/dot", "#!/bin/sh\necho 'Error: Could not open \"x\" for writing' >&2\n"
                    "echo 'second line' >&2\nexit 3\n");
   fs::permissions(bin + "/dot", fs::perms::owner_all);
-  Result r = runTool(FERRY_COMPILE,
-                     "--emit svg -o " + shellQuote(path("x.svg")) + " " +
-                         shellQuote(write("mlp.fy", kMlp)),
-                     {.env = "PATH=" + shellQuote(bin)});
-  EXPECT_EQ(r.exit, 2);
-  EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err,
-            "ferry-compile: error: svg: dot failed (exit status 3): Error: Could not open \"x\" "
-            "for writing; second line\n");
+  expectUsageError(
+      "--emit svg -o " + shellQuote(path("x.svg")) + " " + shellQuote(write("mlp.fy", kMlp)),
+      "svg: dot failed (exit status 3): Error: Could not open \"x\" for writing; second line",
+      Match::Whole, {.env = "PATH=" + shellQuote(bin)});
   EXPECT_FALSE(fs::exists(path("x.svg")));
 }
 

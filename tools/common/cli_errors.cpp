@@ -5,6 +5,8 @@
 #include <cctype>
 #include <optional>
 
+#include "tools/common/report.h"
+
 namespace ferry {
 
 namespace {
@@ -125,6 +127,22 @@ std::string parseErrorLine(const CLI::App &app, const CLI::ParseError &e,
     }
   }
   return e.what();
+}
+
+std::optional<int> parseArgs(CLI::App &app, const std::vector<std::string> &args, Report &report,
+                             const std::function<std::string(const CLI::ParseError &)> &reword) {
+  if (std::string bad = optionValueError(app, args); !bad.empty())
+    return report.usage(bad + " (see --help)");
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them in reverse
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError &e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::string line = reword ? reword(e) : "";
+    if (line.empty()) line = parseErrorLine(app, e, args) + " (see --help)";
+    return report.usage(line);
+  }
+  return std::nullopt;
 }
 
 }  // namespace ferry

@@ -3,6 +3,8 @@
 // name taken as another option's value).
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,8 @@ class ParseError;
 }  // namespace CLI
 
 namespace ferry {
+
+class Report;
 
 /// Checks `args` (in command-line order) before CLI11 parses them: every option of `app` that
 /// takes a value is given one, not another option (`--devices --emit dot` would make CLI11 take
@@ -28,6 +32,15 @@ std::string optionValueError(const CLI::App &app, const std::vector<std::string>
 /// says it takes none. Other errors keep CLI11's text, which names the option.
 std::string parseErrorLine(const CLI::App &app, const CLI::ParseError &e,
                            const std::vector<std::string> &args);
+
+/// Parses `args` (the command line after the program name, in order) into `app` the way both
+/// tools do: optionValueError() first, then CLI11, every error one line through
+/// `report.usage()` with " (see --help)". `reword`, when given, may word a CLI11 error better
+/// (it returns "" to keep parseErrorLine()'s). Returns the exit status when the tool is done
+/// (--help: 0, a usage error: 2), else nullopt.
+std::optional<int>
+parseArgs(CLI::App &app, const std::vector<std::string> &args, Report &report,
+          const std::function<std::string(const CLI::ParseError &)> &reword = {});
 
 /// What `option` of `app` expects, for messages: "LIST (devices the model may use, ...)".
 std::string expectedValue(const CLI::App &app, const std::string &option);

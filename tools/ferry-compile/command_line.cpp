@@ -100,20 +100,12 @@ std::optional<int> parseCommandLine(int argc, char **argv, Options &o) {
       args[i] += "=*";
     }
   }
-  if (std::string bad = optionValueError(app, args); !bad.empty())
-    return report.usage(bad + " (see --help)");
-  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them in reverse
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError &e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+  return parseArgs(app, args, report, [&](const CLI::ParseError &e) -> std::string {
     const std::string word = explainWithoutPercent(given);
-    if (dynamic_cast<const CLI::ExtrasError *>(&e) != nullptr && !word.empty())
-      return report.usage("--explain: expected %NAME[,%NAME...] (value names start with %), got '" +
-                          word + "'; a bare --explain explains a rejected model (see --help)");
-    return report.usage(parseErrorLine(app, e, args) + " (see --help)");
-  }
-  return std::nullopt;
+    if (dynamic_cast<const CLI::ExtrasError *>(&e) == nullptr || word.empty()) return "";
+    return "--explain: expected %NAME[,%NAME...] (value names start with %), got '" + word +
+           "'; a bare --explain explains a rejected model (see --help)";
+  });
 }
 
 }  // namespace ferry

@@ -143,9 +143,7 @@ int run(const Options &o, Report &report) {
     return io ? kUsage : kRejected;
   }
   // What this build's backends can run, so that the dump is what ferry-run would execute.
-  Capabilities table = backendCapabilities();
-  table.merge(options.capabilities);
-  options.capabilities = std::move(table);
+  useBackendCapabilities(options);
   std::optional<Graph> original;
   if (explainRejection) original = *graph;
   const CompileResult result = compile(std::move(graph).value(), options);

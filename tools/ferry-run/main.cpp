@@ -411,15 +411,7 @@ std::optional<int> parseCommandLine(int argc, char **argv, Options &o, Report &r
   addOptions(app, o);
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (Status s = checkRandomInputsSeed(argc, argv); !s.ok()) return report.usage(oneLine(s));
-  if (std::string bad = optionValueError(app, args); !bad.empty())
-    return report.usage(bad + " (see --help)");
-  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them in reverse
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError &e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    return report.usage(parseErrorLine(app, e, args) + " (see --help)");
-  }
+  if (std::optional<int> done = parseArgs(app, args, report)) return done;
   o.compileFlagGiven = firstCompileFlagGiven(app);
   return std::nullopt;
 }

@@ -1,12 +1,13 @@
-// bench/cpu_kernels_bench.cpp — CPU backend kernels through CpuBackend::run, one node each.
+// bench/cpu_kernels_bench.cpp — CPU kernels, one step each: lowered by the CPU target, prepared
+// once by the CPU device, launched per iteration.
 //
 // GEMMs: matmul 512³ (f32, f64, f16, bf16, i32), linear 64×1024→1024 with bias, conv2d 1×64×56×56
 // with a 3×3 kernel to 64 channels. Memory-bound kernels on the activation of examples/cnn.fy's
 // first block ([8,16,32,32], 131,072 elements): relu, exp, add with a broadcast bias, max_pool2d,
 // batch_norm, softmax, transpose; in f32 and, for some, f16 or i32.
 //
-// Operands are allocated on the backend and filled once, outside the timed region; each
-// iteration is one run() (ownership checks off, as in a Release build). Counters:
+// Operands and the step's planned scratch are allocated on the device and filled once, outside
+// the timed region; each iteration is one launch() (ownership checks off, as in a Release build). Counters:
 //   flops  2·(multiply-adds) per second of wall time (GEMMs only)
 //   items  result elements per second
 #include <benchmark/benchmark.h>
@@ -15,14 +16,15 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_device.h"
+#include "backends/cpu/cpu_target.h"
 #include "ir/ops.h"
 #include "ir/tensor_data.h"
 
 namespace ferry {
 namespace {
 
-// One node's operands and result on a CPU backend, ready to run.
+// One step's operands, result and scratch on a CPU device, its kernel prepared.
 class Node {
  public:
   Node(OpKind kind, std::vector<TensorType> operands, const std::vector<NamedAttr> &given)
@@ -39,29 +41,40 @@ class Node {
       const TensorData data = TensorData::randn(t.dtype, t.shape, seed++);
       std::byte *p = *backend_.allocate(Device::cpu(), data.byteSize());
       if (data.byteSize() > 0) std::memcpy(p, data.bytes().data(), data.byteSize());
-      views_.push_back({p, nullptr, Device::cpu()});
+      buffers_.push_back(p);
     }
-    for (size_t i = 0; i < types_.size(); ++i) views_[i].type = &types_[i];
+    const std::span<const TensorType> in(types_.data(), types_.size() - 1);
+    const StepSpec step{op_, attrs_, in, types_.back(), Device::cpu(), loc_};
+    Expected<KernelPlan> plan = CpuTarget().lower(step);
+    FERRY_CHECK(plan.ok()) << plan.status().message();
+    Expected<std::unique_ptr<PreparedKernel>> kernel = backend_.prepare(*plan, step);
+    FERRY_CHECK(kernel.ok()) << kernel.status().message();
+    kernel_ = std::move(*kernel);
+    scratch_ = *backend_.allocate(Device::cpu(), plan->scratchBytes);
   }
   Node(const Node &) = delete;
   Node &operator=(const Node &) = delete;
   ~Node() {
-    for (const TensorView &v : views_) backend_.release(v.device, v.data);
+    for (std::byte *p : buffers_) backend_.release(Device::cpu(), p);
+    backend_.release(Device::cpu(), scratch_);
   }
 
   void run() {
-    const std::span<const TensorView> operands(views_.data(), views_.size() - 1);
-    Status s = backend_.run(KernelCall{op_, attrs_, operands, views_.back(), loc_});
+    const std::vector<const std::byte *> operands(buffers_.begin(), buffers_.end() - 1);
+    Status s = backend_.launch(*kernel_, KernelArgs{operands, buffers_.back(), scratch_},
+                               Stream{nullptr, Device::cpu()});
     FERRY_CHECK(s.ok()) << s.message();
   }
   int64_t resultElements() const { return types_.back().numel(); }
 
  private:
-  CpuBackend backend_{CpuBackend::Options{.devices = 1, .checkOwnership = false}};
+  CpuDevice backend_{CpuDevice::Options{.devices = 1, .checkOwnership = false}};
   const OpInfo &op_;
   Attrs attrs_;
   std::vector<TensorType> types_;  // operands, then the result
-  std::vector<TensorView> views_;
+  std::vector<std::byte *> buffers_;  // operands, then the result
+  std::byte *scratch_ = nullptr;
+  std::unique_ptr<PreparedKernel> kernel_;
   Location loc_{"bench.fy", 1, 1};
 };
 

@@ -17,10 +17,6 @@ std::string DTypePolicy::str() const {
   return "?";
 }
 
-std::string_view placementPolicyName(PlacementPolicy p) {
-  return p == PlacementPolicy::Strict ? "strict" : "auto";
-}
-
 std::string_view budgetActionName(BudgetAction a) {
   switch (a) {
     case BudgetAction::Allow: return "allow";

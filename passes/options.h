@@ -12,13 +12,10 @@
 #include "ir/device.h"
 #include "ir/dtype.h"
 #include "ir/ops.h"
+#include "ir/policy.h"
 #include "ir/status.h"
 
 namespace ferry {
-
-/// `strict`: eager-framework semantics checked ahead of time — nothing moves implicitly.
-/// `auto`: pins are constraints, the rest is placed to minimise estimated time.
-enum class PlacementPolicy : uint8_t { Strict, Auto };
 
 /// `strict`: operands must agree as PyTorch requires; `promote`: PyTorch's result_type rules
 /// everywhere with explicit casts; `autocast`: GEMMs/convs in `low` with f32 accumulation.
@@ -143,7 +140,6 @@ Expected<DTypePolicy> parseDTypePolicy(std::string_view s);    ///< strict|promo
 Expected<BudgetAction> parseBudgetAction(std::string_view s);  ///< allow | warn | error
 /// "cpu,cuda:0"
 Expected<std::vector<Device>> parseDeviceList(std::string_view s);
-std::string_view placementPolicyName(PlacementPolicy p);
 std::string_view budgetActionName(BudgetAction a);
 
 }  // namespace ferry

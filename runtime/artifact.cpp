@@ -382,7 +382,7 @@ class Reader {
 // so that a count can be checked against the bytes left before anything is reserved.
 constexpr size_t kMinDevice = 4;
 constexpr size_t kMinSlot = 4 + 4 + 4 + 4 + 1 + 4 + 8;      // name..offset
-constexpr size_t kMinStep = 4 + 4 + 4 + 4 + 4 + 4 + 4 + 1;  // op..inserted
+constexpr size_t kMinStep = 4 + 4 + 4 + 4 + 4 + 4 + 4 + 1 + 4 + 8 + 4 + 8;  // op..scratch offset
 constexpr size_t kMinWorkspace = 4 + 8;
 constexpr size_t kMinWeight = 4 + 4;  // dtype, rank
 
@@ -464,6 +464,10 @@ Expected<Executable> parsePayload(Reader &r) {
     st.loc.line = r.i32("location line");
     st.loc.col = r.i32("location column");
     st.inserted = r.boolean("inserted flag");
+    st.plan.kernel = r.str("kernel");
+    st.plan.scratchBytes = r.u64("scratch bytes");
+    st.plan.payload = r.str("kernel payload");
+    st.scratchOffset = r.u64("scratch offset");
     exe.steps.push_back(std::move(st));
   }
   r.context("");
@@ -575,6 +579,10 @@ std::string Executable::serialize() const {
     w.i32(st.loc.line);
     w.i32(st.loc.col);
     w.u8(st.inserted ? 1 : 0);
+    w.str(st.plan.kernel);
+    w.u64(st.plan.scratchBytes);
+    w.str(st.plan.payload);
+    w.u64(st.scratchOffset);
   }
   w.count(workspaces.size());
   for (const Workspace &ws : workspaces) {

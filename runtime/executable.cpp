@@ -1,130 +1,11 @@
-// runtime/executable.cpp — lowering a compiled graph to steps over slots, and checking an
-// executable's consistency.
+// runtime/executable.cpp — an executable's lookups and the check of its consistency.
 #include "runtime/executable.h"
 
 #include <algorithm>
-#include <map>
-
-#include "runtime/backend_registry.h"
-#include "runtime/memory_plan.h"
 
 namespace ferry {
 
 namespace {
-
-Status lowerError(const std::string &message, Location loc = {}) {
-  return makeError("lower", message, loc);
-}
-
-// Slots, steps and weights as they are built from the graph.
-class Lowering {
- public:
-  Lowering(const Graph &g, Executable &exe) : g_(g), exe_(exe), slotOf_(g.valueCount(), -1) {}
-
-  Status run() {
-    for (const InputDecl &in : g_.inputs()) {
-      Expected<int32_t> s = slot(in.value);
-      if (!s) return s.status();
-      exe_.inputs.push_back(*s);
-    }
-    for (NodeId id : g_.order()) {
-      const Node &n = g_.node(id);
-      if (n.op == OpKind::Constant) {
-        // Computed once: the constant's value is a weight of the result's type.
-        const TensorData &value = std::get<TensorData>(n.attrs.at(0));
-        const Value &r = g_.value(n.result);
-        if (value.type() != r.type)
-          return lowerError("constant %" + r.name + " holds " + value.type().str() +
-                                " but its result is " + r.type.str(),
-                            n.loc);
-        Expected<int32_t> s = addSlot(n.result, SlotKind::Weight);
-        if (!s) return s.status();
-        exe_.slots[static_cast<size_t>(*s)].weight = static_cast<int32_t>(exe_.weights.size());
-        exe_.weights.push_back(value);
-        continue;
-      }
-      Step step{n.op, n.attrs, {}, -1, n.loc, n.inserted};
-      for (ValueId v : n.operands) {
-        Expected<int32_t> s = slot(v);
-        if (!s) return s.status();
-        step.operands.push_back(*s);
-      }
-      Expected<int32_t> r = addSlot(n.result, SlotKind::Activation);
-      if (!r) return r.status();
-      step.result = *r;
-      exe_.steps.push_back(std::move(step));
-    }
-    for (const OutputDecl &out : g_.outputs()) {
-      Expected<int32_t> s = slot(out.value);
-      if (!s) return s.status();
-      exe_.outputs.push_back(*s);
-    }
-    return Status();
-  }
-
- private:
-  // The slot of an operand, input or output: made on first use for inputs and params.
-  Expected<int32_t> slot(ValueId v) {
-    if (slotOf_[static_cast<size_t>(v)] >= 0) return slotOf_[static_cast<size_t>(v)];
-    const Value &val = g_.value(v);
-    if (val.kind == ValueKind::Input) return addSlot(v, SlotKind::Input);
-    if (val.kind == ValueKind::Param) {
-      Expected<int32_t> s = addSlot(v, SlotKind::Weight);
-      if (!s) return s;
-      const TensorData &data = g_.paramOf(v).data;
-      if (data.type() != val.type)
-        return lowerError("param %" + val.name + " holds " + data.type().str() +
-                          " but is declared " + val.type.str());
-      exe_.slots[static_cast<size_t>(*s)].weight = static_cast<int32_t>(exe_.weights.size());
-      exe_.weights.push_back(data);
-      return s;
-    }
-    return lowerError("%" + val.name + " is read before the node that writes it");
-  }
-
-  Expected<int32_t> addSlot(ValueId v, SlotKind kind) {
-    const Value &val = g_.value(v);
-    if (!val.device)
-      return lowerError("%" + val.name +
-                        " has no device: lower() takes a graph that compile() placed (the whole "
-                        "pipeline, not stopped early)");
-    const auto id = static_cast<int32_t>(exe_.slots.size());
-    exe_.slots.push_back(Slot{val.name, val.type, *val.device, kind, -1, 0});
-    slotOf_[static_cast<size_t>(v)] = id;
-    return id;
-  }
-
-  const Graph &g_;
-  Executable &exe_;
-  std::vector<int32_t> slotOf_;
-};
-
-// Workspace offsets per device: inputs live from before the first step, outputs to after the
-// last one.
-void planWorkspaces(Executable &exe) {
-  const auto steps = static_cast<int64_t>(exe.steps.size());
-  std::vector<int64_t> first(exe.slots.size(), 0), last(exe.slots.size(), -1);
-  for (int32_t s : exe.inputs) first[static_cast<size_t>(s)] = -1;
-  for (int64_t i = 0; i < steps; ++i) {
-    const Step &st = exe.steps[static_cast<size_t>(i)];
-    first[static_cast<size_t>(st.result)] = i;
-    last[static_cast<size_t>(st.result)] = std::max(last[static_cast<size_t>(st.result)], i);
-    for (int32_t o : st.operands) last[static_cast<size_t>(o)] = i;
-  }
-  for (int32_t s : exe.outputs) last[static_cast<size_t>(s)] = steps;
-  std::map<Device, std::vector<size_t>> byDevice;
-  for (size_t s = 0; s < exe.slots.size(); ++s)
-    if (exe.slots[s].kind != SlotKind::Weight) byDevice[exe.slots[s].device].push_back(s);
-  for (const auto &[device, slots] : byDevice) {
-    std::vector<Lifetime> lifetimes;
-    for (size_t s : slots)
-      lifetimes.push_back({exe.slots[s].type.byteSize(), first[s], std::max(first[s], last[s])});
-    std::vector<size_t> offsets;
-    const size_t bytes = planOffsets(lifetimes, Executable::kAlignment, offsets);
-    for (size_t i = 0; i < slots.size(); ++i) exe.slots[slots[i]].offset = offsets[i];
-    exe.workspaces.push_back({device, bytes});
-  }
-}
 
 Status slotError(const Executable &exe, size_t s, const std::string &what) {
   return makeError("artifact",
@@ -149,61 +30,6 @@ int32_t Executable::findOutput(std::string_view n) const {
   for (int32_t s : outputs)
     if (slots[static_cast<size_t>(s)].name == n) return s;
   return -1;
-}
-
-Expected<Executable> lower(const Graph &compiled, const CompileOptions &options) {
-  Executable exe;
-  exe.name = compiled.name();
-  exe.placement = options.placement;
-  if (Status s = Lowering(compiled, exe).run(); !s.ok()) return s;
-  planWorkspaces(exe);
-  for (const Slot &s : exe.slots)
-    if (std::find(exe.devices.begin(), exe.devices.end(), s.device) == exe.devices.end())
-      exe.devices.push_back(s.device);
-  std::sort(exe.devices.begin(), exe.devices.end());
-  for (const Step &st : exe.steps)
-    if (st.op == OpKind::Transfer) {
-      ++exe.planTransfers;
-      exe.planTransferBytes +=
-          static_cast<int64_t>(exe.slots[static_cast<size_t>(st.result)].type.byteSize());
-    }
-  if (Status s = exe.validate(); !s.ok()) return s;
-  return exe;
-}
-
-Capabilities backendCapabilities() {
-  Capabilities c;
-  for (const BackendEntry &entry : builtinBackends()) {
-    Expected<std::unique_ptr<Backend>> backend = entry.make(BackendOptions{});
-    if (!backend) continue;  // no such hardware here: Session::create says so
-    for (const OpInfo &op : allOps())
-      for (DType t : kAllDTypes) {
-        const KernelCapability k = (*backend)->capability(op.kind, t);
-        if (!k.supported)
-          c.setMissing(entry.kind, op.kind, t);
-        else if (k.costFactor != 1)
-          c.setCostFactor(entry.kind, op.kind, t, k.costFactor);
-      }
-  }
-  return c;
-}
-
-void useBackendCapabilities(CompileOptions &options) {
-  Capabilities table = backendCapabilities();
-  table.merge(options.capabilities);  // the caller's gaps and factors on top
-  options.capabilities = std::move(table);
-}
-
-Expected<Executable> build(Graph graph, CompileOptions options, std::vector<Diagnostic> *warnings) {
-  useBackendCapabilities(options);
-  CompileResult r = compile(std::move(graph), options);
-  if (!r.ok()) return Status(std::move(r.diagnostics));
-  if (!options.stopAfter.empty())
-    return makeError("options",
-                     "build() runs the whole pipeline; stopAfter is '" + options.stopAfter + "'");
-  if (warnings)
-    for (Diagnostic &d : r.diagnostics) warnings->push_back(std::move(d));
-  return lower(r.graph, options);
 }
 
 Status Executable::validate() const {
@@ -293,6 +119,19 @@ Status Executable::validate() const {
       if (from.device == result.device)
         return stepError(st, i,
                          "moves %" + from.name + " from " + from.device.str() + " to itself");
+    }
+    if (st.op == OpKind::Transfer) {
+      if (!st.plan.kernel.empty() || st.plan.scratchBytes != 0 || !st.plan.payload.empty())
+        return stepError(st, i, "is a copy between devices but has a kernel plan");
+    } else {
+      auto ws = std::find_if(workspaces.begin(), workspaces.end(),
+                             [&](const Workspace &w) { return w.device == result.device; });
+      if (st.plan.scratchBytes > 0 &&
+          (ws == workspaces.end() || st.scratchOffset % kAlignment != 0 ||
+           st.scratchOffset > ws->bytes || st.plan.scratchBytes > ws->bytes - st.scratchOffset))
+        return stepError(st, i,
+                         "has " + std::to_string(st.plan.scratchBytes) +
+                             " bytes of scratch outside its device's workspace");
     }
     if (written[static_cast<size_t>(st.result)])
       return stepError(st, i, "writes %" + result.name + " a second time");

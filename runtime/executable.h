@@ -1,17 +1,21 @@
-// runtime/executable.h — a compiled graph lowered for running: an ordered list of kernel calls
-// over numbered tensor slots, each slot with its device and its place in that device's
-// workspace, and the weights (already cast and placed by the compiler) attached.
+// runtime/executable.h — a compiled graph lowered for running: an ordered list of steps over
+// numbered tensor slots, each step with the kernel plan its device kind's target wrote, each
+// slot with its device and its place in that device's workspace, and the weights (already cast
+// and placed by the compiler) attached.
 //
 // An Executable is plain data: it holds no device memory and can be saved, loaded, copied and
-// shared by many Sessions (runtime/session.h), which own the memory it is run in.
+// shared by many Sessions (runtime/session.h), which own the memory it is run in. Lowering
+// (passes/lower.h) makes it; the runtime only reads it, so an app that loads a saved executable
+// links no part of the compiler.
 //
-// Lowering does three things the graph does not:
-//   - constants become weights (computed once, never by a kernel at run time);
-//   - every activation and input gets an offset in its device's workspace: tensors whose
-//     lifetimes (first write to last read, in step order) overlap never share bytes, the rest
-//     reuse them (greedy by size, see runtime/memory_plan.cpp);
-//   - the plan's data movement is counted, so a Session can check the transfers it actually
-//     performs against it.
+// What lowering decided, and the executable records:
+//   - constants are weights (computed once, never by a kernel at run time);
+//   - each step's kernel plan (backends/target.h): which kernel, its scratch bytes, its payload;
+//   - every activation, input and step scratch has an offset in its device's workspace: pieces
+//     whose lifetimes (first write to last read, in step order) overlap never share bytes, the
+//     rest reuse them (greedy by size, see runtime/memory_plan.cpp);
+//   - the plan's data movement is counted, so a Session can check the copies it makes against
+//     it.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +23,9 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/target.h"
 #include "ir/graph.h"
-#include "passes/compile.h"
-#include "passes/options.h"
+#include "ir/policy.h"
 
 namespace ferry {
 
@@ -42,7 +46,9 @@ struct Slot {
   size_t offset = 0;    ///< Input, Activation: byte offset in the device's workspace
 };
 
-/// One kernel call: op, complete attributes, operand slots and the slot it writes.
+/// One step: op, complete attributes, operand slots and the slot it writes, and how it runs —
+/// a `transfer` is a copy the runtime makes between devices; every other step is the kernel its
+/// plan names, with `plan.scratchBytes` of scratch at `scratchOffset` in its device's workspace.
 struct Step {
   OpKind op = OpKind::Identity;
   Attrs attrs;
@@ -50,6 +56,8 @@ struct Step {
   int32_t result = -1;
   Location loc;
   bool inserted = false;  ///< a transfer or cast the compiler inserted
+  KernelPlan plan;  ///< empty for a transfer, and where lowering had no target for the device
+  size_t scratchOffset = 0;
 };
 
 /// Workspace bytes one device needs for one run in flight.
@@ -60,7 +68,7 @@ struct Workspace {
 
 struct Executable {
   /// Bumped whenever the saved form changes; load() rejects other versions.
-  static constexpr uint32_t kFormatVersion = 1;
+  static constexpr uint32_t kFormatVersion = 2;
   /// Workspace offsets are multiples of this.
   static constexpr size_t kAlignment = 64;
 
@@ -94,31 +102,12 @@ struct Executable {
   static Expected<Executable> deserialize(std::string_view bytes, std::string_view fileName);
 
   /// Checks the executable's own consistency (slot ids in range, operand devices equal to the
-  /// step's device except for transfers, which change device, weights of their slots' types,
-  /// workspace offsets inside the workspaces, inputs and activations written before read, the
-  /// plan's transfer counts those of the steps). load() runs it; an error says which step or
-  /// slot is wrong.
+  /// step's device except for transfers, which change device and have no kernel plan,
+  /// weights of their slots' types, workspace offsets of slots and
+  /// scratch inside the workspaces, inputs and activations written before read, the plan's
+  /// transfer counts those of the steps). load() runs it; an error says which step or slot is
+  /// wrong. Whether a plan fits its device kind's kernels is Session::create's to check.
   Status validate() const;
 };
-
-/// Lowers a compiled graph (compile() ran the whole pipeline and accepted it). A graph that is
-/// not placed or typed (stopped early, rejected) is an error.
-Expected<Executable> lower(const Graph &compiled, const CompileOptions &options);
-
-/// The capability table of this build's backends (builtinBackends(), runtime/backend_registry.h)
-/// as compile() reads it (CompileOptions::capabilities): every (op, dtype) a backend has no
-/// kernel for on its device kind, and the cost factors of the kernels it has.
-Capabilities backendCapabilities();
-
-/// `options.capabilities` merged over backendCapabilities() (Capabilities::merge: the caller's
-/// gaps and factors on top), so that placement falls back or rejects where this build's backends
-/// have no kernel instead of failing at run time: what build() and ferry-compile compile with.
-void useBackendCapabilities(CompileOptions &options);
-
-/// The usual path: compile() with useBackendCapabilities(), then lower(). A rejected graph's error
-/// carries every diagnostic of the compile; warnings of an accepted one go to `warnings` when
-/// given.
-Expected<Executable> build(Graph graph, CompileOptions options,
-                           std::vector<Diagnostic> *warnings = nullptr);
 
 }  // namespace ferry

@@ -1,6 +1,6 @@
-// runtime/session.cpp — backends from the registry, weights uploaded once, a pool of
-// workspaces, input checks, the step loop, and the check of what crossed devices against the
-// plan.
+// runtime/session.cpp — device runtimes from the registry, kernels prepared and weights
+// uploaded once, a pool of workspaces with their pointer tables and streams, input checks, the
+// step loop, and the check of what crossed devices against the plan.
 #include "runtime/session.h"
 
 #include <algorithm>
@@ -46,64 +46,48 @@ struct Session::State {
   Executable exe;
   Options options;
   bool moveInputs = false;
-  // One backend per device kind the executable uses, and each slot's (by its device).
-  std::vector<std::pair<DeviceKind, std::unique_ptr<Backend>>> backends;
-  std::vector<Backend *> backendOfSlot;
-  std::vector<std::byte *> weights;      // per weight, on its slot's device
-  std::vector<Device> weightDevices;     // that device, for the release
-  std::vector<int32_t> workspaceOfSlot;  // index into exe.workspaces, -1 for weights
+  // One runtime per device kind the executable uses.
+  std::vector<std::pair<DeviceKind, std::unique_ptr<DeviceRuntime>>> runtimes;
+  std::vector<DeviceRuntime *> runtimeOfSlot;
+  std::vector<std::unique_ptr<PreparedKernel>> kernels;  // per step; null for transfers
+  std::vector<DeviceRuntime *> runtimeOfStep;            // the result's runtime
+  std::vector<std::byte *> weights;                      // per weight, on its slot's device
+  std::vector<Device> weightDevices;                     // that device, for the release
+  std::vector<int32_t> workspaceOfSlot;                  // index into exe.workspaces, -1 for weights
+  std::vector<int32_t> workspaceOfStep;                  // the result's workspace
+  std::vector<size_t> argStart;  // per step: its operands' first entry in a workspace's table
   size_t weightBytes = 0, workspaceBytes = 0;
 
-  // One run's memory: a block per entry of exe.workspaces.
+  // One run's memory: a block and a stream per entry of exe.workspaces, and every step's
+  // operand pointers (flat, from argStart) and result and scratch pointers into them.
   struct Workspace {
     std::vector<std::byte *> base;
+    std::vector<Stream> streams;
+    std::vector<const std::byte *> operands;
+    std::vector<std::byte *> results, scratch;
   };
   mutable std::mutex poolMutex;
   mutable std::vector<std::unique_ptr<Workspace>> all;  // every workspace made, in use or idle
   mutable std::vector<Workspace *> idle;
 
   ~State() {
+    for (const auto &ws : all) releaseWorkspace(*ws);
     for (size_t w = 0; w < weights.size(); ++w)
-      if (weights[w]) backend(weightDevices[w]).release(weightDevices[w], weights[w]);
-    for (const auto &ws : all)
-      for (size_t i = 0; i < ws->base.size(); ++i)
-        backend(exe.workspaces[i].device).release(exe.workspaces[i].device, ws->base[i]);
+      if (weights[w]) runtime(weightDevices[w]).release(weightDevices[w], weights[w]);
   }
 
-  Backend &backend(Device d) const {
-    for (const auto &[kind, b] : backends)
-      if (kind == d.kind) return *b;
-    FERRY_CHECK(false) << "no backend for " << d.str() << " (create() checked the devices)";
-    return *backends.front().second;
+  DeviceRuntime &runtime(Device d) const {
+    for (const auto &[kind, r] : runtimes)
+      if (kind == d.kind) return *r;
+    FERRY_CHECK(false) << "no device runtime for " << d.str() << " (create() checked the devices)";
+    return *runtimes.front().second;
   }
 
-  Expected<Workspace *> acquire() const {
-    {
-      std::lock_guard<std::mutex> lock(poolMutex);
-      if (!idle.empty()) {
-        Workspace *ws = idle.back();
-        idle.pop_back();
-        return ws;
-      }
-    }
-    auto ws = std::make_unique<Workspace>();
-    for (const ferry::Workspace &w : exe.workspaces) {
-      Expected<std::byte *> p = backend(w.device).allocate(w.device, w.bytes);
-      if (!p) {
-        for (size_t i = 0; i < ws->base.size(); ++i)
-          backend(exe.workspaces[i].device).release(exe.workspaces[i].device, ws->base[i]);
-        return p.status();
-      }
-      ws->base.push_back(*p);
-    }
-    std::lock_guard<std::mutex> lock(poolMutex);
-    all.push_back(std::move(ws));
-    return all.back().get();
-  }
-
-  void giveBack(Workspace *ws) const {
-    std::lock_guard<std::mutex> lock(poolMutex);
-    idle.push_back(ws);
+  void releaseWorkspace(Workspace &ws) const {
+    for (size_t i = 0; i < ws.streams.size(); ++i)
+      runtime(exe.workspaces[i].device).destroyStream(ws.streams[i]);
+    for (size_t i = 0; i < ws.base.size(); ++i)
+      runtime(exe.workspaces[i].device).release(exe.workspaces[i].device, ws.base[i]);
   }
 
   std::byte *address(const Workspace &ws, int32_t slot) const {
@@ -112,23 +96,117 @@ struct Session::State {
     return ws.base[static_cast<size_t>(workspaceOfSlot[static_cast<size_t>(slot)])] + s.offset;
   }
 
-  TensorView view(const Workspace &ws, int32_t slot) const {
-    const Slot &s = exe.slots[static_cast<size_t>(slot)];
-    return {address(ws, slot), &s.type, s.device};
+  Stream streamOf(const Workspace &ws, int32_t slot) const {
+    const int32_t w = workspaceOfSlot[static_cast<size_t>(slot)];
+    return w >= 0 ? ws.streams[static_cast<size_t>(w)]
+                  : Stream{nullptr, exe.slots[static_cast<size_t>(slot)].device};
   }
 
-  // A transfer step: one backend's copy, or between two backends through host memory.
-  Status transfer(const TensorView &from, const TensorView &to, Traffic &traffic) const {
-    Backend &source = backend(from.device), &destination = backend(to.device);
-    if (&source == &destination) return source.copy(from, to, &traffic);
-    std::vector<std::byte> staging(from.bytes());
-    FERRY_TRY(source.download(from, staging));
-    return destination.upload(staging, from.device, to, &traffic);
+  Expected<Workspace *> acquire() const;
+  Status makeTables(Workspace &ws) const;
+  Status transfer(const Workspace &ws, const Step &step) const;
+  Status synchronize(const Workspace &ws) const {
+    for (size_t i = 0; i < ws.streams.size(); ++i)
+      FERRY_TRY(runtime(exe.workspaces[i].device).synchronize(ws.streams[i]));
+    return Status();
   }
-
   Status checkInputs(const std::vector<NamedTensor> &given, std::vector<const Tensor *> &bySlot,
                      RunStats &stats) const;
 };
+
+Expected<Session::State::Workspace *> Session::State::acquire() const {
+  {
+    std::lock_guard<std::mutex> lock(poolMutex);
+    if (!idle.empty()) {
+      Workspace *ws = idle.back();
+      idle.pop_back();
+      return ws;
+    }
+  }
+  auto ws = std::make_unique<Workspace>();
+  Status made = [&]() -> Status {
+    for (const ferry::Workspace &w : exe.workspaces) {
+      Expected<std::byte *> p = runtime(w.device).allocate(w.device, w.bytes);
+      if (!p) return p.status();
+      ws->base.push_back(*p);
+    }
+    for (const ferry::Workspace &w : exe.workspaces) {
+      Expected<Stream> stream = runtime(w.device).createStream(w.device);
+      if (!stream) return stream.status();
+      ws->streams.push_back(*stream);
+    }
+    return makeTables(*ws);
+  }();
+  if (!made.ok()) {
+    releaseWorkspace(*ws);
+    return made;
+  }
+  std::lock_guard<std::mutex> lock(poolMutex);
+  all.push_back(std::move(ws));
+  return all.back().get();
+}
+
+// Every step's pointers in this workspace, once; with checkPlan, each is checked to lie in its
+// step's device's memory (a missing transfer would read another device's bytes).
+Status Session::State::makeTables(Workspace &ws) const {
+  ws.operands.resize(argStart.empty() ? 0 : argStart.back());
+  ws.results.resize(exe.steps.size());
+  ws.scratch.resize(exe.steps.size());
+  for (size_t i = 0; i < exe.steps.size(); ++i) {
+    const Step &step = exe.steps[i];
+    for (size_t o = 0; o < step.operands.size(); ++o)
+      ws.operands[argStart[i] + o] = address(ws, step.operands[o]);
+    ws.results[i] = address(ws, step.result);
+    ws.scratch[i] = step.plan.scratchBytes == 0
+                        ? nullptr
+                        : ws.base[static_cast<size_t>(workspaceOfStep[i])] + step.scratchOffset;
+    if (!options.checkPlan || step.op == OpKind::Transfer) continue;
+    const Slot &result = exe.slots[static_cast<size_t>(step.result)];
+    DeviceRuntime &rt = *runtimeOfStep[i];
+    auto notOwned = [&](const std::string &what) {
+      return makeError("internal",
+                       "step " + std::to_string(i) + " ('" + std::string(opInfo(step.op).name) +
+                           "' %" + result.name + ") runs on " + result.device.str() + " but " +
+                           what + " is not in " + result.device.str() +
+                           "'s memory: a transfer is missing",
+                       step.loc);
+    };
+    if (!rt.owns(result.device, ws.results[i], result.type.byteSize()))
+      return notOwned("its result");
+    for (size_t o = 0; o < step.operands.size(); ++o) {
+      const Slot &s = exe.slots[static_cast<size_t>(step.operands[o])];
+      if (s.device != result.device ||
+          !rt.owns(result.device, ws.operands[argStart[i] + o], s.type.byteSize()))
+        return notOwned("operand " + std::to_string(o) + " %" + s.name);
+    }
+  }
+  return Status();
+}
+
+// A transfer step: within one runtime, straight between its devices' memory; between two
+// runtimes, through whichever side the host can address (the other uploads or downloads), or
+// through host staging memory when neither can be.
+Status Session::State::transfer(const Workspace &ws, const Step &step) const {
+  const int32_t from = step.operands[0], to = step.result;
+  const Slot &f = exe.slots[static_cast<size_t>(from)], &t = exe.slots[static_cast<size_t>(to)];
+  const size_t bytes = t.type.byteSize();
+  const std::byte *source = address(ws, from);
+  std::byte *destination = address(ws, to);
+  DeviceRuntime &src = runtime(f.device), &dst = runtime(t.device);
+  if (&src == &dst)
+    return src.copy(f.device, source, t.device, destination, bytes, streamOf(ws, to));
+  if (src.hostAccessible()) return dst.upload(source, t.device, destination, bytes, streamOf(ws, to));
+  // The destination reads host memory: the source must have finished writing it first.
+  FERRY_TRY(src.synchronize(streamOf(ws, from)));
+  if (dst.hostAccessible())
+    return src.download(f.device, source, destination, bytes, Stream{nullptr, f.device});
+  Expected<std::byte *> staging = src.allocateHost(bytes);
+  if (!staging) return staging.status();
+  Status s = src.download(f.device, source, *staging, bytes, Stream{nullptr, f.device});
+  if (s.ok()) s = dst.upload(*staging, t.device, destination, bytes, Stream{nullptr, t.device});
+  src.releaseHost(*staging);
+  return s;
+}
 
 Session::Session(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Session::Session(Session &&) noexcept = default;
@@ -158,36 +236,66 @@ Expected<Session> Session::create(Executable exe, Options options) {
       return makeError("device", "the executable '" + exe.name + "' runs on " + first.str() +
                                      ", and this build of ferry has no backend for it (backends: " +
                                      describe(registry) + ")");
-    if (!entry->make)
+    if (!entry->device)
       return makeError("internal", "the registry entry for " + first.str() + " (" +
-                                       entry->description + ") has no way to make its backend");
-    Expected<std::unique_ptr<Backend>> backend =
-        entry->make(BackendOptions{.devices = devices, .checked = options.checkPlan});
-    if (!backend) return backend.status();
-    if (!*backend)  // an app's registry entry that made nothing
+                                       entry->description + ") has no way to make its device runtime");
+    Expected<std::unique_ptr<DeviceRuntime>> runtime =
+        entry->device(DeviceOptions{.devices = devices, .checked = options.checkPlan});
+    if (!runtime) return runtime.status();
+    if (!*runtime)  // an app's registry entry that made nothing
       return makeError("internal", "the backend for " + first.str() + " (" + entry->description +
-                                       ") made no backend object");
+                                       ") made no device runtime");
     for (Device d : exe.devices) {
-      const std::span<const Device> driven = (*backend)->devices();
+      const std::span<const Device> driven = (*runtime)->devices();
       if (d.kind == kind && std::find(driven.begin(), driven.end(), d) == driven.end())
         return makeError("device", "the executable '" + exe.name + "' runs on " + d.str() +
                                        ", which its backend (" + entry->description +
                                        ") does not drive");
     }
-    st->backends.emplace_back(kind, std::move(backend).value());
+    st->runtimes.emplace_back(kind, std::move(runtime).value());
   }
   st->options = std::move(options);
   st->moveInputs = st->options.moveInputs.value_or(exe.placement == PlacementPolicy::Auto);
 
   st->workspaceOfSlot.assign(exe.slots.size(), -1);
   for (size_t s = 0; s < exe.slots.size(); ++s) {
-    st->backendOfSlot.push_back(&st->backend(exe.slots[s].device));
+    st->runtimeOfSlot.push_back(&st->runtime(exe.slots[s].device));
     if (exe.slots[s].kind == SlotKind::Weight) continue;
     for (size_t w = 0; w < exe.workspaces.size(); ++w)
       if (exe.workspaces[w].device == exe.slots[s].device)
         st->workspaceOfSlot[s] = static_cast<int32_t>(w);
   }
   for (const Workspace &w : exe.workspaces) st->workspaceBytes += w.bytes;
+
+  // Kernels: each step's plan prepared once by its device's runtime.
+  std::vector<TensorType> types;
+  size_t args = 0;
+  for (const Step &step : exe.steps) {
+    const Slot &result = exe.slots[static_cast<size_t>(step.result)];
+    st->argStart.push_back(args);
+    args += step.operands.size();
+    st->runtimeOfStep.push_back(st->runtimeOfSlot[static_cast<size_t>(step.result)]);
+    st->workspaceOfStep.push_back(st->workspaceOfSlot[static_cast<size_t>(step.result)]);
+    if (step.op == OpKind::Transfer) {
+      st->kernels.emplace_back();
+      continue;
+    }
+    if (step.plan.kernel.empty())
+      return makeError("device",
+                       "step '" + std::string(opInfo(step.op).name) + "' %" + result.name + " on " +
+                           result.device.str() +
+                           " has no kernel: the executable was compiled by a build without a " +
+                           (result.device.isHost() ? std::string("cpu") : std::string("cuda")) + " target",
+                       step.loc);
+    types.clear();
+    for (int32_t o : step.operands) types.push_back(exe.slots[static_cast<size_t>(o)].type);
+    Expected<std::unique_ptr<PreparedKernel>> kernel = st->runtimeOfStep.back()->prepare(
+        step.plan,
+        StepSpec{opInfo(step.op), step.attrs, types, result.type, result.device, step.loc});
+    if (!kernel) return kernel.status();
+    st->kernels.push_back(std::move(*kernel));
+  }
+  st->argStart.push_back(args);
 
   // Weights: uploaded once from host memory, like model.to(device).
   st->exe = std::move(exe);
@@ -199,12 +307,13 @@ Expected<Session> Session::create(Executable exe, Options options) {
     const TensorData &data = st->exe.weights[static_cast<size_t>(s.weight)];
     std::byte *&dst = st->weights[static_cast<size_t>(s.weight)];
     if (dst) continue;  // two slots never share a weight, but be safe
-    Backend &backend = *st->backendOfSlot[slot];
-    Expected<std::byte *> p = backend.allocate(s.device, data.byteSize());
+    DeviceRuntime &runtime = *st->runtimeOfSlot[slot];
+    Expected<std::byte *> p = runtime.allocate(s.device, data.byteSize());
     if (!p) return p.status();
     dst = *p;
     st->weightDevices[static_cast<size_t>(s.weight)] = s.device;
-    FERRY_TRY(backend.upload(data.bytes(), Device::cpu(), {dst, &s.type, s.device}, nullptr));
+    FERRY_TRY(runtime.upload(data.bytes().data(), s.device, dst, data.byteSize(),
+                             Stream{nullptr, s.device}));
     st->weightBytes += data.byteSize();
   }
   return Session(std::move(st));
@@ -280,47 +389,70 @@ Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,
   struct GiveBack {
     const State &st;
     State::Workspace *ws;
-    ~GiveBack() { st.giveBack(ws); }
+    ~GiveBack() {
+      std::lock_guard<std::mutex> lock(st.poolMutex);
+      st.idle.push_back(ws);
+    }
   } giveBack{st, &ws};
 
-  // What the backends copied between devices in this run: the input moves and the transfer
-  // steps, counted where the bytes move (Backend::upload, Backend::copy).
-  Traffic traffic;
+  // What crossed devices in this run, counted here where the copies are issued: the input
+  // moves and the transfer steps.
+  int copies = 0;
+  int64_t copiedBytes = 0;
   const Clock::time_point inputCopy = Clock::now();
   stats.inputCopyStart = seconds(start, inputCopy);
   for (int32_t slot : exe.inputs) {
     const Tensor &t = *bySlot[static_cast<size_t>(slot)];
-    FERRY_TRY(st.backendOfSlot[static_cast<size_t>(slot)]->upload(t.bytes(), t.device(),
-                                                                  st.view(ws, slot), &traffic));
+    const Slot &s = exe.slots[static_cast<size_t>(slot)];
+    FERRY_TRY(st.runtimeOfSlot[static_cast<size_t>(slot)]->upload(
+        t.bytes().data(), s.device, st.address(ws, slot), t.byteSize(), st.streamOf(ws, slot)));
+    if (t.device() != s.device) {
+      ++copies;
+      copiedBytes += static_cast<int64_t>(t.byteSize());
+    }
   }
   stats.inputCopySeconds = secondsSince(inputCopy);
 
-  stats.stepSeconds.resize(exe.steps.size());
-  stats.stepStarts.resize(exe.steps.size());
-  std::vector<TensorView> operands;
-  for (size_t i = 0; i < exe.steps.size(); ++i) {
-    const Clock::time_point t = Clock::now();
-    stats.stepStarts[i] = seconds(start, t);  // the read that times the step, not another one
-    const Step &step = exe.steps[i];
-    const TensorView out = st.view(ws, step.result);
-    operands.clear();
-    for (int32_t o : step.operands) operands.push_back(st.view(ws, o));
-    Status s = step.op == OpKind::Transfer
-                   ? st.transfer(operands[0], out, traffic)
-                   : st.backendOfSlot[static_cast<size_t>(step.result)]->run(
-                         KernelCall{opInfo(step.op), step.attrs, operands, out, step.loc});
-    if (!s.ok()) return s;
-    stats.stepSeconds[i] = secondsSince(t);
+  if (runOptions.profile) {
+    stats.stepSeconds.resize(exe.steps.size());
+    stats.stepStarts.resize(exe.steps.size());
   }
-  stats.transfers = traffic.copies;
-  stats.transferBytes = traffic.bytes;
-  // A backend an app supplies (Options::backends) can miscount: the run fails with an error the
-  // app gets back, not an abort, though with ferry's own backends it means a bug in ferry.
-  if (st.options.checkPlan && (traffic.copies != exe.planTransfers + stats.inputMoves ||
-                               traffic.bytes != exe.planTransferBytes + stats.inputMoveBytes))
-    return makeError("internal", "run of '" + exe.name + "': the backends copied " +
-                                     std::to_string(traffic.copies) + " tensors between devices (" +
-                                     std::to_string(traffic.bytes) + " bytes), but the plan has " +
+  for (size_t i = 0; i < exe.steps.size(); ++i) {
+    Clock::time_point t;
+    if (runOptions.profile) {
+      t = Clock::now();
+      stats.stepStarts[i] = seconds(start, t);
+    }
+    const Step &step = exe.steps[i];
+    if (step.op == OpKind::Transfer) {
+      FERRY_TRY(st.transfer(ws, step));
+      ++copies;
+      copiedBytes +=
+          static_cast<int64_t>(exe.slots[static_cast<size_t>(step.result)].type.byteSize());
+    } else {
+      const size_t w = static_cast<size_t>(st.workspaceOfStep[i]);
+      FERRY_TRY(st.runtimeOfStep[i]->launch(
+          *st.kernels[i],
+          KernelArgs{{ws.operands.data() + st.argStart[i], step.operands.size()},
+                     ws.results[i],
+                     ws.scratch[i]},
+          ws.streams[w]));
+    }
+    if (runOptions.profile) {
+      FERRY_TRY(st.runtimeOfStep[i]->synchronize(ws.streams[static_cast<size_t>(st.workspaceOfStep[i])]));
+      stats.stepSeconds[i] = secondsSince(t);
+    }
+  }
+  FERRY_TRY(st.synchronize(ws));
+  stats.transfers = copies;
+  stats.transferBytes = copiedBytes;
+  // Counted where issued, the copies can only differ from the plan through a bug in the
+  // session or in the executable's counts; the check stays cheap and catches both.
+  if (st.options.checkPlan && (copies != exe.planTransfers + stats.inputMoves ||
+                               copiedBytes != exe.planTransferBytes + stats.inputMoveBytes))
+    return makeError("internal", "run of '" + exe.name + "': the session copied " +
+                                     std::to_string(copies) + " tensors between devices (" +
+                                     std::to_string(copiedBytes) + " bytes), but the plan has " +
                                      std::to_string(exe.planTransfers) + " transfers (" +
                                      std::to_string(exe.planTransferBytes) + " bytes) and " +
                                      std::to_string(stats.inputMoves) + " inputs were moved (" +
@@ -329,8 +461,9 @@ Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,
   for (int32_t slot : exe.outputs) {
     const Slot &s = exe.slots[static_cast<size_t>(slot)];
     TensorData data(s.type.dtype, s.type.shape);
-    FERRY_TRY(st.backendOfSlot[static_cast<size_t>(slot)]->download(st.view(ws, slot),
-                                                                    data.mutableBytes()));
+    FERRY_TRY(st.runtimeOfSlot[static_cast<size_t>(slot)]->download(
+        s.device, st.address(ws, slot), data.mutableBytes().data(), data.byteSize(),
+        Stream{nullptr, s.device}));
     result.outputs.push_back(
         {s.name, Tensor(std::move(data), runOptions.outputsOnDevice ? s.device : Device::cpu())});
   }

@@ -9,19 +9,23 @@
 // and counted). Each error says which input and what was expected against what came.
 //
 // Memory: weights live in per-device allocations made once; every run in flight takes a
-// workspace (one allocation per device, laid out by the executable's memory plan) from a pool
-// and gives it back, so concurrent runs never share activations and a steady stream of runs
-// allocates nothing new.
+// workspace (one allocation per device, laid out by the executable's memory plan, activations
+// and kernel scratch together) from a pool and gives it back, so concurrent runs never share
+// activations and a steady stream of runs allocates nothing new. Each workspace carries its
+// streams and the pointer table of every step (operands, result, scratch), computed once.
 //
-// Backends: one per device kind the executable uses, made from a registry
-// (runtime/backend_registry.h; this build's by default) and used only through the Backend
-// interface: weights, inputs and outputs move with Backend::upload/download, transfer steps
-// with Backend::copy (or download + upload between two backends).
+// Devices: one device runtime per device kind the executable uses, made from a registry
+// (backends/registry.h; this build's by default) and used only through the DeviceRuntime
+// interface (backends/device.h). create() prepares every step's kernel once from its plan, so
+// run() does no lookup, no dispatch and no attribute parsing per step: it launches prepared
+// kernels on the workspace's streams and issues the copies.
 //
-// Transfers: the backends count every copy that crosses devices as it happens (Traffic). With
-// `checkPlan` on, a run whose counted copies and bytes differ from the plan's transfer steps
-// plus its input moves fails with an "internal" error: a bug in ferry or in a backend the app
-// supplied, never a user error.
+// Transfers: the session counts every copy that crosses devices where it issues it — the plan's
+// transfer steps (a copy within one runtime, straight between its devices' memory, or between
+// two runtimes through the side whose memory the host can read) and the input moves. With
+// `checkPlan` on, a run whose count differs from the plan's transfer steps plus its input moves
+// fails with an "internal" error: a bug in ferry, never a user error; checkPlan also checks,
+// once per workspace, that every step reads and writes memory of its own device.
 #pragma once
 
 #include <memory>
@@ -30,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/backend_registry.h"
+#include "backends/registry.h"
 #include "runtime/executable.h"
 #include "runtime/tensor.h"
 
@@ -44,8 +48,10 @@ struct NamedTensor {
 
 /// What one run did.
 struct RunStats {
-  double seconds = 0;               ///< the whole run, input checks to outputs
-  std::vector<double> stepSeconds;  ///< per step of the executable, in order
+  double seconds = 0;  ///< the whole run, input checks to outputs
+  /// Per step of the executable, in order (empty unless RunOptions::profile): how long it took,
+  /// its kernel launched and its device synchronized.
+  std::vector<double> stepSeconds;
   /// Per step, in the same order: when it started, in seconds since the run started. Steps run
   /// one after another, so stepStarts[i] + stepSeconds[i] <= stepStarts[i + 1].
   std::vector<double> stepStarts;
@@ -54,8 +60,8 @@ struct RunStats {
   /// it took.
   double inputCopyStart = 0;
   double inputCopySeconds = 0;
-  /// Copies between devices, as the backends counted them: the plan's transfers and the input
-  /// moves.
+  /// Copies between devices, as the session counted them where it issued them: the plan's
+  /// transfers and the input moves.
   int transfers = 0;
   int64_t transferBytes = 0;
   int inputMoves = 0;  ///< inputs moved to their planned device (moveInputs)
@@ -77,24 +83,30 @@ class Session {
     /// it), instead of rejecting it. Unset: on for executables compiled with `auto` placement,
     /// off for `strict` ones.
     std::optional<bool> moveInputs;
-    /// Check kernel operand ownership, and the copies between devices of every run against the
-    /// plan (see the file comment). On in debug builds; tests turn it on.
+    /// Check memory ownership (copies, and each workspace's step operands once), and the copies
+    /// between devices of every run against the plan (see the file comment). On in debug
+    /// builds; tests turn it on.
 #ifdef NDEBUG
     bool checkPlan = false;
 #else
     bool checkPlan = true;
 #endif
-    /// Which backend runs each device kind; empty: this build's, builtinBackends().
+    /// Which device runtime runs each device kind; empty: this build's, builtinBackends().
     std::vector<BackendEntry> backends;
   };
 
   struct RunOptions {
     /// Return outputs labelled with the device they were computed on, instead of the host.
     bool outputsOnDevice = false;
+    /// Time every step (RunStats::stepSeconds, stepStarts): two clock reads and, on
+    /// asynchronous devices, a synchronize per step. Off, a run reads the clock only around the
+    /// input copy and the whole run.
+    bool profile = false;
   };
 
-  /// Sets up the backends for the executable's devices and uploads its weights. An executable
-  /// that fails validate(), or needs a device this build has no backend for, is an error.
+  /// Makes the device runtimes for the executable's devices, prepares every step's kernel and
+  /// uploads the weights. An executable that fails validate(), needs a device this build has no
+  /// runtime for, or has a kernel plan its runtime cannot prepare, is an error.
   static Expected<Session> create(Executable exe, Options options);
   static Expected<Session> create(Executable exe) { return create(std::move(exe), Options{}); }
 

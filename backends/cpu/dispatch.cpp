@@ -1,4 +1,8 @@
-// backends/cpu/dispatch.cpp — which kernel runs an op, and which (op, dtype) pairs have one.
+// backends/cpu/dispatch.cpp — which kernel family runs an op, and which (op, dtype) pairs have
+// one: the one place where the CPU binds kernels to ops.
+#include <array>
+#include <vector>
+
 #include "backends/cpu/kernels.h"
 
 namespace ferry::cpu {
@@ -121,33 +125,20 @@ double kernelCostFactor(OpKind op, DType dtype) {
   }
 }
 
-Status runKernel(const KernelCall &call) {
-  const OpInfo &op = call.op;
-  const auto n = static_cast<int>(call.operands.size());
-  if (n < op.minOperands || (op.maxOperands >= 0 && n > op.maxOperands))
-    return contractError(call, std::to_string(n) + " operands");
-  if (call.attrs.size() != op.attrs.size()) return contractError(call, "attributes not complete");
-  const DType compute = op.dtypeRule == DTypeRule::Compare && n > 0 ? call.operands[0].type->dtype
-                                                                    : call.result.type->dtype;
-  if (!hasKernel(op.kind, compute))
-    return makeError("internal",
-                     "the CPU backend has no kernel for '" + std::string(op.name) + "' in " +
-                         std::string(dtypeName(compute)) +
-                         " (placement should have moved or rejected this node)",
-                     call.loc);
-  switch (familyOf(op.kind)) {
-    case Family::Unary: return unary(call);
-    case Family::Binary: return binary(call);
-    case Family::Where: return where(call);
-    case Family::Cast: return cast(call);
-    case Family::Copy: return copyBytes(call);
-    case Family::Constant: return constant(call);
-    case Family::Linalg: return linalg(call);
-    case Family::Pool: return pool(call);
-    case Family::Normalize: return normalize(call);
-    case Family::Movement: return movement(call);
+FamilyKernel familyKernel(OpKind op) {
+  switch (familyOf(op)) {
+    case Family::Unary: return unary;
+    case Family::Binary: return binary;
+    case Family::Where: return where;
+    case Family::Cast: return cast;
+    case Family::Copy: return copyBytes;
+    case Family::Constant: return constant;
+    case Family::Linalg: return linalg;
+    case Family::Pool: return pool;
+    case Family::Normalize: return normalize;
+    case Family::Movement: return movement;
   }
-  return contractError(call, "no kernel");
+  return nullptr;
 }
 
 Status contractError(const KernelCall &call, const std::string &what) {
@@ -155,6 +146,88 @@ Status contractError(const KernelCall &call, const std::string &what) {
                    "CPU kernel of '" + std::string(call.op.name) +
                        "' called outside its contract: " + what,
                    call.loc);
+}
+
+}  // namespace ferry::cpu
+
+namespace ferry::cpu {
+
+namespace {
+
+constexpr std::string_view kSmallGemm = "cpu.gemm.small";
+
+std::string familyKernelName(const OpInfo &op) { return "cpu." + std::string(op.name); }
+
+// Runs a family kernel: the step's types, attributes and location held once, views of the
+// launch's pointers made on the stack.
+class FamilyKernelStep final : public Kernel {
+ public:
+  FamilyKernelStep(const StepSpec &step, FamilyKernel fn)
+      : op_(step.op),
+        attrs_(step.attrs),
+        operands_(step.operands.begin(), step.operands.end()),
+        result_(step.result),
+        device_(step.device),
+        loc_(step.loc),
+        fn_(fn) {}
+
+  Status run(const KernelArgs &args) const override {
+    constexpr size_t kInline = 16;
+    const size_t n = operands_.size();
+    std::array<TensorView, kInline> inline_;
+    std::vector<TensorView> many;  // a concat of more than kInline operands
+    if (n > kInline) many.resize(n);
+    TensorView *views = n > kInline ? many.data() : inline_.data();
+    for (size_t i = 0; i < n; ++i)
+      views[i] = {const_cast<std::byte *>(args.operands[i]), &operands_[i], device_};
+    return fn_(KernelCall{op_, attrs_, std::span<const TensorView>(views, n),
+                          {args.result, &result_, device_}, loc_, args.scratch});
+  }
+
+ private:
+  const OpInfo &op_;
+  Attrs attrs_;
+  std::vector<TensorType> operands_;
+  TensorType result_;
+  Device device_;
+  Location loc_;
+  FamilyKernel fn_;
+};
+
+}  // namespace
+
+KernelPlan planKernel(const StepSpec &step) {
+  if (smallGemmApplies(step)) return {std::string(kSmallGemm), 0, {}};
+  return {familyKernelName(step.op), linalgScratchBytes(step), {}};
+}
+
+Expected<std::unique_ptr<Kernel>> prepareKernel(const KernelPlan &plan, const StepSpec &step) {
+  auto mismatch = [&](const std::string &why) {
+    return makeError("internal",
+                     "the kernel plan '" + plan.kernel + "' of '" + std::string(step.op.name) +
+                         "' on " + step.device.str() + " " + why,
+                     step.loc);
+  };
+  if (!plan.payload.empty()) return mismatch("carries a payload; CPU kernels take none");
+  const DType compute = step.op.dtypeRule == DTypeRule::Compare && !step.operands.empty()
+                            ? step.operands[0].dtype
+                            : step.result.dtype;
+  if (!hasKernel(step.op.kind, compute))
+    return makeError("internal",
+                     "the CPU backend has no kernel for '" + std::string(step.op.name) + "' in " +
+                         std::string(dtypeName(compute)) +
+                         " (placement should have moved or rejected this node)",
+                     step.loc);
+  if (plan.kernel == kSmallGemm) {
+    if (!smallGemmApplies(step)) return mismatch("does not fit this step's op and types");
+    return prepareSmallGemm(step);
+  }
+  if (plan.kernel != familyKernelName(step.op))
+    return mismatch("is not a kernel of this build's CPU target for this op");
+  if (plan.scratchBytes < linalgScratchBytes(step))
+    return mismatch("plans " + std::to_string(plan.scratchBytes) + " scratch bytes, the kernel needs " +
+                    std::to_string(linalgScratchBytes(step)));
+  return std::unique_ptr<Kernel>(std::make_unique<FamilyKernelStep>(step, familyKernel(step.op.kind)));
 }
 
 }  // namespace ferry::cpu

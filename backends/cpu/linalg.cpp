@@ -25,6 +25,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <memory>
 #include <optional>
@@ -62,48 +63,48 @@ template <class F> decltype(auto) withCompute(DType dtype, F &&f) {
 }
 
 // An operand's elements as compute type C: its own bytes when it is stored as C, else a copy
-// converted once.
+// converted once into the step's scratch.
 template <class C> class Elements {
  public:
-  explicit Elements(const TensorView &v) {
+  Elements(const TensorView &v, ScratchArena &scratch) {
     const DType from = v.type->dtype, to = computeDType(from);
     if (from == to) {
       data_ = reinterpret_cast<const C *>(v.data);
       return;
     }
-    copy_.resize(static_cast<size_t>(v.type->numel()));
-    convertElements(from, v.data, to, reinterpret_cast<std::byte *>(copy_.data()), copy_.size());
-    data_ = copy_.data();
+    C *copy = scratch.take<C>(v.type->numel());
+    convertElements(from, v.data, to, reinterpret_cast<std::byte *>(copy),
+                    static_cast<size_t>(v.type->numel()));
+    data_ = copy;
   }
   const C *data() const { return data_; }
 
  private:
-  std::vector<C> copy_;
   const C *data_ = nullptr;
 };
 
-// The result as compute type C: written in place when it is stored as C, else into a buffer
-// that store() rounds (or wraps) into the result.
+// The result as compute type C: written in place when it is stored as C, else into scratch that
+// store() rounds (or wraps) into the result.
 template <class C> class Output {
  public:
-  explicit Output(const TensorView &r) : r_(r) {
+  Output(const TensorView &r, ScratchArena &scratch) : r_(r) {
     if (r.type->dtype == computeDType(r.type->dtype)) {
       data_ = reinterpret_cast<C *>(r.data);
       return;
     }
-    copy_.resize(static_cast<size_t>(r.type->numel()));
-    data_ = copy_.data();
+    converted_ = true;
+    data_ = scratch.take<C>(r.type->numel());
   }
   C *data() { return data_; }
   void store() {
-    if (copy_.empty()) return;
-    convertElements(computeDType(r_.type->dtype), reinterpret_cast<const std::byte *>(copy_.data()),
-                    r_.type->dtype, r_.data, copy_.size());
+    if (!converted_) return;
+    convertElements(computeDType(r_.type->dtype), reinterpret_cast<const std::byte *>(data_),
+                    r_.type->dtype, r_.data, static_cast<size_t>(r_.type->numel()));
   }
 
  private:
   const TensorView &r_;
-  std::vector<C> copy_;
+  bool converted_ = false;
   C *data_ = nullptr;
 };
 
@@ -222,19 +223,24 @@ Status checkBias(const KernelCall &call, int64_t n, const char *of) {
 
 // Element offsets of an operand's matrices, one per index of the broadcast batch shape `out`;
 // `in` is the operand's own batch shape (right-aligned, dims of 1 repeat).
-std::vector<int64_t> batchOffsets(const Shape &out, const Shape &in, int64_t matrix) {
+// Written into `offsets` (numel(out) of them, from the step's scratch).
+void batchOffsets(const Shape &out, const Shape &in, int64_t matrix, int64_t *offsets) {
   const size_t rank = out.size();
-  std::vector<int64_t> stride(rank, 0), index(rank, 0);
+  // Ranks are small: the walk's state lives on the stack up to 16 dims.
+  std::array<int64_t, 16> strideInline{}, indexInline{};
+  std::vector<int64_t> strideMany, indexMany;
+  if (rank > strideInline.size()) strideMany.assign(rank, 0), indexMany.assign(rank, 0);
+  int64_t *stride = rank > strideInline.size() ? strideMany.data() : strideInline.data();
+  int64_t *index = rank > indexInline.size() ? indexMany.data() : indexInline.data();
   int64_t s = matrix;
   for (size_t d = 0; d < in.size(); ++d) {  // from the innermost dim outwards
     const int64_t n = in[in.size() - 1 - d];
     stride[rank - 1 - d] = n == 1 ? 0 : s;
     s *= n;
   }
-  std::vector<int64_t> offsets(static_cast<size_t>(numel(out)));
   int64_t offset = 0;
-  for (int64_t &o : offsets) {
-    o = offset;
+  for (int64_t i = 0, count = numel(out); i < count; ++i) {
+    offsets[i] = offset;
     for (size_t d = rank; d-- > 0;) {
       offset += stride[d];
       if (++index[d] < out[d]) break;
@@ -242,7 +248,6 @@ std::vector<int64_t> batchOffsets(const Shape &out, const Shape &in, int64_t mat
       index[d] = 0;
     }
   }
-  return offsets;
 }
 
 Status matmul(const KernelCall &call) {
@@ -268,15 +273,17 @@ Status matmul(const KernelCall &call) {
 
   withCompute(r.type->dtype, [&](auto zero) {
     using C = decltype(zero);
-    const Elements<C> a(x), b(y);
-    Output<C> out(r);
+    ScratchArena scratch(call.scratch);
+    const Elements<C> a(x, scratch), b(y, scratch);
+    Output<C> out(r, scratch);
     const int64_t batches = numel(*batch);
     if (numel(yBatch) == 1 && numel(xBatch) == batches) {
       gemm<C>(batches * m, n, k, a.data(), b.data(), out.data());
     } else {
-      const std::vector<int64_t> xo = batchOffsets(*batch, xBatch, m * k),
-                                 yo = batchOffsets(*batch, yBatch, k * n);
-      for (size_t i = 0; i < xo.size(); ++i)
+      int64_t *xo = scratch.take<int64_t>(batches), *yo = scratch.take<int64_t>(batches);
+      batchOffsets(*batch, xBatch, m * k, xo);
+      batchOffsets(*batch, yBatch, k * n, yo);
+      for (int64_t i = 0; i < batches; ++i)
         gemm<C>(m, n, k, a.data() + xo[i], b.data() + yo[i],
                 out.data() + static_cast<int64_t>(i) * m * n);
     }
@@ -305,10 +312,11 @@ Status linear(const KernelCall &call) {
 
   withCompute(r.type->dtype, [&](auto zero) {
     using C = decltype(zero);
-    const Elements<C> a(x), b(w);
-    Output<C> out(r);
+    ScratchArena scratch(call.scratch);
+    const Elements<C> a(x, scratch), b(w, scratch);
+    Output<C> out(r, scratch);
     if (const TensorView *bv = bias(call)) {
-      const Elements<C> row(*bv);
+      const Elements<C> row(*bv, scratch);
       for (int64_t i = 0; i < rows; ++i)
         std::copy_n(row.data(), features, out.data() + i * features);
     }
@@ -420,26 +428,27 @@ Status conv2d(const KernelCall &call) {
 
   withCompute(r.type->dtype, [&](auto zero) {
     using C = decltype(zero);
-    const Elements<C> in(x), weight(w);
+    ScratchArena scratch(call.scratch);
+    const Elements<C> in(x, scratch), weight(w, scratch);
     std::optional<Elements<C>> b;
-    if (bias(call)) b.emplace(*bias(call));
-    Output<C> out(r);
+    if (bias(call)) b.emplace(*bias(call), scratch);
+    Output<C> out(r, scratch);
     const int64_t og = g.o / g.groups, depth = g.cg * g.kh * g.kw, positions = g.ho * g.wo;
     // A 1x1 kernel with stride 1 and no padding: the image's channels are the columns.
     const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 &&
                         g.pl == 0 && g.pb == 0 && g.pr == 0;
     // Uninitialised: im2col writes every element.
-    const auto cols = std::make_unique_for_overwrite<C[]>(direct ? 0 : depth * positions);
+    C *const cols = scratch.take<C>(direct ? 0 : depth * positions);
     for (int64_t image = 0; image < g.n; ++image) {
       for (int64_t group = 0; group < g.groups; ++group) {
         const C *channels = in.data() + (image * g.c + group * g.cg) * g.h * g.w;
         C *rows = out.data() + (image * g.o + group * og) * positions;
-        if (!direct) im2col(g, channels, cols.get());
+        if (!direct) im2col(g, channels, cols);
         if (b)
           for (int64_t o = 0; o < og; ++o)
             std::fill_n(rows + o * positions, positions, b->data()[group * og + o]);
         gemm<C>(og, positions, depth, weight.data() + group * og * depth,
-                direct ? channels : cols.get(), rows, BLayout::KByN, b.has_value());
+                direct ? channels : cols, rows, BLayout::KByN, b.has_value());
       }
     }
     out.store();
@@ -465,6 +474,51 @@ Status linalg(const KernelCall &call) {
     case OpKind::Conv2d: return conv2d(call);
     default: return contractError(call, "not a linalg op");
   }
+}
+
+}  // namespace ferry::cpu
+
+namespace ferry::cpu {
+
+// The pieces the kernels above take, in their order: converted operands (matmul, linear: x then
+// the weight then the bias; conv2d: x, weight, bias), the converted result, then matmul's batch
+// offsets or conv2d's columns.
+uint64_t linalgScratchBytes(const StepSpec &step) {
+  const OpKind op = step.op.kind;
+  if (op != OpKind::Matmul && op != OpKind::Linear && op != OpKind::Conv2d) return 0;
+  if (smallGemmApplies(step)) return 0;
+  const DType compute = computeDType(step.result.dtype);
+  const auto converted = [&](const TensorType &t) -> uint64_t {
+    if (t.dtype == compute) return 0;
+    return withCompute(t.dtype, [&](auto zero) {
+      return ScratchArena::bytes<decltype(zero)>(t.numel());
+    });
+  };
+  return withCompute(step.result.dtype, [&](auto zero) -> uint64_t {
+    using C = decltype(zero);
+    uint64_t bytes = converted(step.result);
+    for (const TensorType &t : step.operands) bytes += converted(t);
+    if (op == OpKind::Matmul) {
+      Shape xs = step.operands[0].shape, ys = step.operands[1].shape;
+      if (xs.size() == 1) xs.insert(xs.begin(), 1);
+      if (ys.size() == 1) ys.push_back(1);
+      const Shape xBatch(xs.begin(), xs.end() - 2), yBatch(ys.begin(), ys.end() - 2);
+      const int64_t batches = numel(broadcastShapes(xBatch, yBatch).value_or(Shape{}));
+      if (!(numel(yBatch) == 1 && numel(xBatch) == batches))
+        bytes += 2 * ScratchArena::bytes<int64_t>(batches);
+    }
+    if (op == OpKind::Conv2d && step.result.shape.size() == 4 &&
+        step.operands[1].shape.size() == 4) {
+      const Shape &w = step.operands[1].shape, &r = step.result.shape;
+      const std::vector<int64_t> &stride = attrInts(step.op, step.attrs, "stride"),
+                                 &pad = attrInts(step.op, step.attrs, "padding");
+      const bool direct = w[2] == 1 && w[3] == 1 &&
+                          std::all_of(stride.begin(), stride.end(), [](int64_t s) { return s == 1; }) &&
+                          std::all_of(pad.begin(), pad.end(), [](int64_t p) { return p == 0; });
+      if (!direct) bytes += ScratchArena::bytes<C>(w[1] * w[2] * w[3] * r[2] * r[3]);
+    }
+    return bytes;
+  });
 }
 
 }  // namespace ferry::cpu

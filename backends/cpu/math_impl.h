@@ -6,7 +6,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "backends/backend.h"
+#include "backends/cpu/kernels.h"
 #include "ir/tensor_data.h"
 
 namespace ferry::cpu {

@@ -14,6 +14,7 @@
 #include "ir/status.h"
 #include "ir/verifier.h"
 #include "passes/compile.h"
+#include "passes/lower.h"
 #include "runtime/artifact.h"
 #include "runtime/executable.h"
 #include "runtime/session.h"

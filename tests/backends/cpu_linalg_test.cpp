@@ -53,7 +53,7 @@ Expected<TensorData> magnitudeOf(const OpInfo &info, const std::vector<TensorDat
 // of at most (depth + 2)·u·Σ|a·b| per element, Σ|a·b| being the same op over |operands| — and
 // then rounds once, within cputest::tolerance of the result's magnitude. Integers exactly.
 // `sharedMagnitude`, when given, is Σ|a·b| already computed for operands of the same values.
-::testing::AssertionResult matchesReference(CpuBackend &b, OpKind kind,
+::testing::AssertionResult matchesReference(CpuDevice &b, OpKind kind,
                                             const std::vector<TensorData> &in,
                                             const std::vector<NamedAttr> &given, int64_t depth,
                                             const TensorData *sharedMagnitude = nullptr) {
@@ -98,26 +98,26 @@ std::string describe(const std::vector<TensorData> &in) {
 }
 
 TEST(CpuLinalg, SupportsExactlyTheDTypesEachOpAccepts) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   for (OpKind kind : kLinalg) {
     for (DType dtype : kAllDTypes) {
       SCOPED_TRACE(std::string(opInfo(kind).name) + " " + std::string(dtypeName(dtype)));
-      EXPECT_EQ(b.supports(kind, dtype), acceptsDType(opInfo(kind).accepts, dtype));
+      EXPECT_EQ(cpuSupports(kind, dtype), acceptsDType(opInfo(kind).accepts, dtype));
     }
   }
   // Spelled out, so a changed op table is noticed here too.
-  EXPECT_TRUE(b.supports(OpKind::Matmul, DType::U8));
-  EXPECT_TRUE(b.supports(OpKind::Linear, DType::I64));
-  EXPECT_TRUE(b.supports(OpKind::Matmul, DType::BF16));
-  EXPECT_FALSE(b.supports(OpKind::Matmul, DType::Bool));
-  EXPECT_FALSE(b.supports(OpKind::Linear, DType::Bool));
-  EXPECT_TRUE(b.supports(OpKind::Conv2d, DType::F16));
-  EXPECT_FALSE(b.supports(OpKind::Conv2d, DType::I32));
-  EXPECT_FALSE(b.supports(OpKind::Conv2d, DType::Bool));
+  EXPECT_TRUE(cpuSupports(OpKind::Matmul, DType::U8));
+  EXPECT_TRUE(cpuSupports(OpKind::Linear, DType::I64));
+  EXPECT_TRUE(cpuSupports(OpKind::Matmul, DType::BF16));
+  EXPECT_FALSE(cpuSupports(OpKind::Matmul, DType::Bool));
+  EXPECT_FALSE(cpuSupports(OpKind::Linear, DType::Bool));
+  EXPECT_TRUE(cpuSupports(OpKind::Conv2d, DType::F16));
+  EXPECT_FALSE(cpuSupports(OpKind::Conv2d, DType::I32));
+  EXPECT_FALSE(cpuSupports(OpKind::Conv2d, DType::Bool));
 }
 
 TEST(CpuLinalg, MatmulMatchesTheReferenceForEveryDType) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   // {x, y}: 2-D, 1-D on either side and both, batches that broadcast each way, one matrix
   // against a batch, empty batch/row/column dims, an empty contraction, size-1 dims, K = 100.
   const std::vector<std::pair<Shape, Shape>> shapes{{{3, 4}, {4, 5}},
@@ -143,7 +143,7 @@ TEST(CpuLinalg, MatmulMatchesTheReferenceForEveryDType) {
   uint64_t seed = 1;
   int checkedCases = 0;
   for (DType dtype : kAllDTypes) {
-    if (!b.supports(OpKind::Matmul, dtype)) continue;
+    if (!cpuSupports(OpKind::Matmul, dtype)) continue;
     for (const auto &[x, y] : shapes) {
       const std::vector<TensorData> in = samples(dtype, {x, y}, OpKind::Matmul, seed);
       SCOPED_TRACE("matmul " + describe(in));
@@ -156,7 +156,7 @@ TEST(CpuLinalg, MatmulMatchesTheReferenceForEveryDType) {
 
 TEST(CpuLinalg, MatmulComputesTheProductItself) {
   // The reference could be wrong alike: one product by hand, and numpy.matmul's shape rules.
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const OpInfo &mm = opInfo(OpKind::Matmul);
   const Attrs none = completeAttrs(mm, {});
   for (DType dtype : {DType::F32, DType::F64, DType::F16, DType::I32, DType::U8}) {
@@ -181,7 +181,7 @@ TEST(CpuLinalg, MatmulComputesTheProductItself) {
 }
 
 TEST(CpuLinalg, LinearMatchesTheReferenceForEveryDType) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   // {x, weight}; each with and without a bias [out]. 1-D, 2-D and 3-D x; empty rows, empty
   // output features and an empty contraction (the result is the bias); in = 100.
   const std::vector<std::pair<Shape, Shape>> shapes{
@@ -191,7 +191,7 @@ TEST(CpuLinalg, LinearMatchesTheReferenceForEveryDType) {
   uint64_t seed = 1000;
   int checkedCases = 0;
   for (DType dtype : kAllDTypes) {
-    if (!b.supports(OpKind::Linear, dtype)) continue;
+    if (!cpuSupports(OpKind::Linear, dtype)) continue;
     for (const auto &[x, w] : shapes) {
       for (bool withBias : {false, true}) {
         std::vector<Shape> operands{x, w};
@@ -207,7 +207,7 @@ TEST(CpuLinalg, LinearMatchesTheReferenceForEveryDType) {
 }
 
 TEST(CpuLinalg, LinearAddsTheBiasToEachRow) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const OpInfo &lin = opInfo(OpKind::Linear);
   const Attrs none = completeAttrs(lin, {});
   for (DType dtype : {DType::F32, DType::BF16, DType::I8}) {
@@ -232,7 +232,7 @@ struct ConvCase {
 };
 
 TEST(CpuLinalg, Conv2dMatchesTheReferenceForEveryDType) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const std::vector<ConvCase> cases{
       {{2, 3, 6, 5}, {4, 3, 3, 3}, {}},
       {{1, 2, 7, 7}, {3, 2, 3, 3}, {attrIs("stride", {2, 2}), attrIs("padding", {1, 1})}},
@@ -263,7 +263,7 @@ TEST(CpuLinalg, Conv2dMatchesTheReferenceForEveryDType) {
   uint64_t seed = 5000;
   int checkedCases = 0;
   for (DType dtype : kAllDTypes) {
-    if (!b.supports(OpKind::Conv2d, dtype)) continue;
+    if (!cpuSupports(OpKind::Conv2d, dtype)) continue;
     for (const ConvCase &c : cases) {
       for (bool withBias : {false, true}) {
         std::vector<Shape> operands{c.x, c.w};
@@ -281,7 +281,7 @@ TEST(CpuLinalg, Conv2dMatchesTheReferenceForEveryDType) {
 TEST(CpuLinalg, Conv2dByHand) {
   // A 3x3 image, a 2x2 kernel of ones, padding 1 and stride 2: each output is the sum of the
   // window's part inside the image, plus the bias.
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const OpInfo &conv = opInfo(OpKind::Conv2d);
   const Attrs attrs = completeAttrs(conv, {attrIs("stride", {2, 2}), attrIs("padding", {1, 1})});
   const TensorData x = reftest::f32({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
@@ -299,7 +299,7 @@ TEST(CpuLinalg, LargeProductsMatchTheReference) {
   // OpenBLAS 0.3.21). The reference is slow in sanitizer builds, so f64 reads the f32 operands'
   // values (and shares their Σ|a·b|); f16 takes the same sgemm as f32, after the conversions
   // the smaller cases cover.
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const OpInfo &mm = opInfo(OpKind::Matmul);
   uint64_t seed = 9000;
   const std::vector<TensorData> x32 = samples(DType::F32, {{96, 400}, {400, 80}}, mm.kind, seed);
@@ -320,7 +320,7 @@ TEST(CpuLinalg, LargeProductsMatchTheReference) {
 }
 
 TEST(CpuLinalg, IntegerProductsWrapAtTheResultWidthLikeTheReference) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const OpInfo &mm = opInfo(OpKind::Matmul);
   const Attrs none = completeAttrs(mm, {});
   // u8: 200·2 + 100·3 = 700 = 2·256 + 188.
@@ -352,18 +352,18 @@ TEST(CpuLinalg, IntegerProductsWrapAtTheResultWidthLikeTheReference) {
 }
 
 // Runs `kind` with operands of `types` (zeros) and result type `result`; the error's text.
-std::string contractFailure(CpuBackend &b, OpKind kind, const std::vector<TensorType> &types,
+std::string contractFailure(CpuDevice &b, OpKind kind, const std::vector<TensorType> &types,
                             const TensorType &result, const std::vector<NamedAttr> &attrs = {}) {
   const OpInfo &info = opInfo(kind);
   std::vector<TensorData> in;
   for (const TensorType &t : types) in.emplace_back(t.dtype, t.shape);
-  Expected<TensorData> got = runOnCpu(b, info, in, completeAttrs(info, attrs), result);
+  Expected<TensorData> got = runKernelOnly(b, info, in, completeAttrs(info, attrs), result);
   if (got.ok()) return "(ran)";
   return got.status().diagnostics()[0].code + ": " + got.status().message();
 }
 
 TEST(CpuLinalg, RefusesCallsOutsideItsContract) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   auto expectError = [](const std::string &text, const std::string &code, const std::string &part) {
     EXPECT_EQ(text.substr(0, code.size() + 1), code + ":") << text;
     EXPECT_NE(text.find(part), std::string::npos) << text;
@@ -422,7 +422,7 @@ TEST(CpuLinalg, RefusesCallsOutsideItsContract) {
 
 TEST(CpuLinalg, RunsOnEveryVirtualDevice) {
   // The kernels read and write where the views point: cpu:1's arena passes the ownership check.
-  CpuBackend b(checked(2));
+  CpuDevice b(checked(2));
   const OpInfo &mm = opInfo(OpKind::Matmul);
   const TensorData x = reftest::f32({1, 2}, {1, 2}), y = reftest::f32({2, 1}, {3, 4});
   Expected<TensorData> got = runOnCpu(b, mm, {x, y}, completeAttrs(mm, {}),

@@ -28,12 +28,12 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 // Runs `kind` on the reference and on the CPU backend (runBoth), and compares: exactly (tol < 0:
 // byte for byte) or as sameTensor does within `tol`. A result dtype the backend says it does not
 // support is a failure too.
-::testing::AssertionResult matchesReference(CpuBackend &b, OpKind kind,
+::testing::AssertionResult matchesReference(CpuDevice &b, OpKind kind,
                                             const std::vector<TensorData> &in,
                                             const std::vector<NamedAttr> &given, double tol = -1) {
   TensorData got, want;
   if (::testing::AssertionResult r = runBoth(b, kind, in, given, got, want); !r) return r;
-  if (!b.supports(kind, want.dtype()))
+  if (!cpuSupports(kind, want.dtype()))
     return ::testing::AssertionFailure() << "not supported in " << dtypeName(want.dtype());
   return tol < 0 ? sameBytes(got, want) : sameTensor(got, want, tol);
 }
@@ -54,17 +54,17 @@ constexpr OpKind kMovement[] = {OpKind::Transpose, OpKind::Concat, OpKind::Slice
                                 OpKind::Expand};
 
 TEST(CpuMovement, ClaimsEveryDTypeTheOpsAccept) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   for (OpKind k : kMovement)
     for (DType dtype : kAllDTypes) {
-      EXPECT_EQ(b.supports(k, dtype), acceptsDType(opInfo(k).accepts, dtype))
+      EXPECT_EQ(cpuSupports(k, dtype), acceptsDType(opInfo(k).accepts, dtype))
           << opInfo(k).name << " " << dtypeName(dtype);
-      EXPECT_TRUE(b.supports(k, dtype)) << opInfo(k).name << " " << dtypeName(dtype);
+      EXPECT_TRUE(cpuSupports(k, dtype)) << opInfo(k).name << " " << dtypeName(dtype);
     }
 }
 
 TEST(CpuMovement, TransposeEveryPermOfA4DTensorInEveryDType) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   uint64_t seed = 1;
   int cases = 0;
   for (DType dtype : kAllDTypes) {
@@ -95,7 +95,7 @@ TEST(CpuMovement, TransposeEveryPermOfA4DTensorInEveryDType) {
 }
 
 TEST(CpuMovement, ConcatOnEachAxisWithOneToFourOperandsIncludingEmptyOnes) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const Shape base{2, 3, 4};
   const int64_t sizes[] = {2, 0, 3, 1};  // along the axis, per operand
   uint64_t seed = 1000;
@@ -121,7 +121,7 @@ TEST(CpuMovement, ConcatOnEachAxisWithOneToFourOperandsIncludingEmptyOnes) {
 }
 
 TEST(CpuMovement, ConcatRefusesAnOperandOfAnotherDType) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const OpInfo &info = opInfo(OpKind::Concat);
   Expected<TensorData> r =
       runOnCpu(b, info, {TensorData(DType::F32, {2}), TensorData(DType::F16, {3})},
@@ -134,7 +134,7 @@ TEST(CpuMovement, ConcatRefusesAnOperandOfAnotherDType) {
 }
 
 TEST(CpuMovement, SliceFollowsOnnxRulesInEveryDType) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const std::vector<std::vector<NamedAttr>> slices{
       // axes default to 0, 1, ...; steps to 1
       {attrIs("starts", {1}), attrIs("ends", {3})},
@@ -175,19 +175,19 @@ TEST(CpuMovement, SliceFollowsOnnxRulesInEveryDType) {
 }
 
 TEST(CpuMovement, SliceWithAZeroStepIsAnAttrError) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const OpInfo &info = opInfo(OpKind::Slice);
   const Attrs attrs =
       completeAttrs(info, {attrIs("starts", {0}), attrIs("ends", {3}), attrIs("steps", {0})});
   Expected<TensorData> r =
-      runOnCpu(b, info, {TensorData(DType::F32, {3})}, attrs, TensorType{DType::F32, {3}});
+      runKernelOnly(b, info, {TensorData(DType::F32, {3})}, attrs, TensorType{DType::F32, {3}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().diagnostics()[0].code, "attr");
   EXPECT_EQ(r.status().diagnostics()[0].message, "'slice' step must not be 0 (axis 0)");
 }
 
 TEST(CpuMovement, GatherOnEachAxisWithI32AndI64Indices) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const Shape shape{3, 4, 5};
   uint64_t seed = 3000;
   for (DType dtype : kAllDTypes) {
@@ -218,7 +218,7 @@ TEST(CpuMovement, GatherOnEachAxisWithI32AndI64Indices) {
 }
 
 TEST(CpuMovement, GatherOutOfRangeIsARuntimeErrorLikeTheReference) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const OpInfo &info = opInfo(OpKind::Gather);
   const TensorData data = randomBytes(DType::F32, {3, 2}, 7);
   const Location loc{"test.fy", 3, 1};  // where runOnCpu puts its node
@@ -260,12 +260,12 @@ TEST(CpuMovement, GatherOutOfRangeIsARuntimeErrorLikeTheReference) {
 // expand's sizes are ONNX Expand's, never negative (inferExpand rejects torch's -1): a call
 // with one breaks the kernel's contract and is an error, not a read out of bounds.
 TEST(CpuMovement, ExpandWithANegativeSizeIsOutsideItsContract) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const OpInfo &info = opInfo(OpKind::Expand);
   for (const Shape &to : {Shape{-1, 3}, Shape{2, -1}, Shape{-5}}) {
     const std::vector<NamedAttr> attrs{attrIs("shape", to)};
     SCOPED_TRACE(shapeStr(to));
-    Expected<TensorData> got = runOnCpu(b, info, {TensorData(DType::F32, {2, 3})},
+    Expected<TensorData> got = runKernelOnly(b, info, {TensorData(DType::F32, {2, 3})},
                                         completeAttrs(info, attrs), TensorType{DType::F32, {2, 3}});
     ASSERT_FALSE(got.ok());
     EXPECT_EQ(got.status().diagnostics()[0].code, "internal");
@@ -276,7 +276,7 @@ TEST(CpuMovement, ExpandWithANegativeSizeIsOutsideItsContract) {
 }
 
 TEST(CpuMovement, ExpandBroadcastsToShapeInEveryDType) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const std::vector<std::pair<Shape, Shape>> cases{
       {{3, 1}, {3, 4}},
       {{1, 4}, {3, 4}},
@@ -306,7 +306,7 @@ TEST(CpuMovement, ExpandBroadcastsToShapeInEveryDType) {
 // Tensors of about half a million elements: the kernels split their rows, pieces of rows and tiles
 // across the pool, and chunk boundaries fall inside rows and tiles.
 TEST(CpuMovement, LargeTensorsMatchTheReferenceAcrossParallelChunks) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   uint64_t seed = 5000;
   struct Large {
     OpKind op;
@@ -373,7 +373,7 @@ TEST(CpuMovement, LargeTensorsMatchTheReferenceAcrossParallelChunks) {
 // broadcasting whose rows do not line up with the chunks: each chunk starts its cursors inside a
 // row.
 TEST(CpuMovement, ElementwiseAndCopiesSplitAcrossThePoolMatchTheReference) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   uint64_t seed = 6000;
   struct Big {
     OpKind op;

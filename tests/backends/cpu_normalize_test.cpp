@@ -28,7 +28,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 std::string typeStr(DType t, const Shape &s) { return TensorType{t, s}.str(); }
 
 // The CPU result of `k` with inferType's result type.
-TensorData runCpu(CpuBackend &b, OpKind k, const std::vector<TensorData> &in,
+TensorData runCpu(CpuDevice &b, OpKind k, const std::vector<TensorData> &in,
                   const std::vector<NamedAttr> &given) {
   const OpInfo &info = opInfo(k);
   const Attrs attrs = completeAttrs(info, given);
@@ -41,21 +41,21 @@ TensorData runCpu(CpuBackend &b, OpKind k, const std::vector<TensorData> &in,
 }
 
 TEST(CpuNormalize, SupportsExactlyTheAcceptedDTypes) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   for (DType t : kAllDTypes) {
     SCOPED_TRACE(std::string(dtypeName(t)));
     for (OpKind k :
          {OpKind::BatchNorm, OpKind::LayerNorm, OpKind::Softmax, OpKind::LogSoftmax, OpKind::Mean})
-      EXPECT_EQ(b.supports(k, t), isFloating(t)) << opInfo(k).name;
+      EXPECT_EQ(cpuSupports(k, t), isFloating(t)) << opInfo(k).name;
     // max keeps its operand's dtype; sum's result is i64 for bool/integers, but a pinned sum is
     // placed by its pin, the operand's dtype, so every dtype is claimed.
-    EXPECT_TRUE(b.supports(OpKind::Max, t));
-    EXPECT_TRUE(b.supports(OpKind::Sum, t));
+    EXPECT_TRUE(cpuSupports(OpKind::Max, t));
+    EXPECT_TRUE(cpuSupports(OpKind::Sum, t));
   }
 }
 
 TEST(CpuNormalize, BatchNormMatchesTheReference) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   uint64_t seed = 1;
   int cases = 0;
   for (DType t : kFloats) {
@@ -77,7 +77,7 @@ TEST(CpuNormalize, BatchNormMatchesTheReference) {
 }
 
 TEST(CpuNormalize, LayerNormMatchesTheReference) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   uint64_t seed = 100;
   int cases = 0;
   struct Form {
@@ -108,7 +108,7 @@ TEST(CpuNormalize, LayerNormMatchesTheReference) {
 }
 
 TEST(CpuNormalize, SoftmaxAndLogSoftmaxMatchTheReferenceOnEveryAxis) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   uint64_t seed = 200;
   int cases = 0;
   struct Form {
@@ -136,7 +136,7 @@ TEST(CpuNormalize, SoftmaxAndLogSoftmaxMatchTheReferenceOnEveryAxis) {
 }
 
 TEST(CpuNormalize, SoftmaxIsStableAndSpreadsNaNLikeTheReference) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   for (OpKind k : {OpKind::Softmax, OpKind::LogSoftmax}) {
     for (DType t : {DType::F32, DType::F64, DType::F16}) {
       SCOPED_TRACE(std::string(opInfo(k).name) + " " + std::string(dtypeName(t)));
@@ -162,7 +162,7 @@ const std::vector<std::vector<int64_t>> kAxes{{},     {0},    {1},    {2},      
                                               {0, 1}, {1, 2}, {2, 0}, {-3, -1}, {-2}, {0, 1, 2}};
 
 TEST(CpuNormalize, ReductionsMatchTheReferenceForEveryAxesAndDType) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   uint64_t seed = 300;
   int cases = 0;
   for (OpKind k : {OpKind::Sum, OpKind::Mean, OpKind::Max}) {
@@ -188,7 +188,7 @@ TEST(CpuNormalize, ReductionsMatchTheReferenceForEveryAxesAndDType) {
 }
 
 TEST(CpuNormalize, ReductionsOfScalarsAndFourDims) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   uint64_t seed = 400;
   for (OpKind k : {OpKind::Sum, OpKind::Mean, OpKind::Max}) {
     for (DType t : {DType::F32, DType::I32, DType::Bool, DType::BF16}) {
@@ -205,7 +205,7 @@ TEST(CpuNormalize, ReductionsOfScalarsAndFourDims) {
 }
 
 TEST(CpuNormalize, ReductionsOverEmptyDims) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   for (DType t : {DType::F32, DType::F16, DType::I32, DType::Bool}) {
     SCOPED_TRACE(std::string(dtypeName(t)));
     // sum over nothing is 0; outputs of size 0 need no input.
@@ -227,7 +227,7 @@ TEST(CpuNormalize, ReductionsOverEmptyDims) {
   // rejects it, so the call is made by hand).
   const OpInfo &mx = opInfo(OpKind::Max);
   Expected<TensorData> r =
-      runOnCpu(b, mx, {TensorData(DType::F32, {2, 0})}, completeAttrs(mx, {attrIs("axes", {1})}),
+      runKernelOnly(b, mx, {TensorData(DType::F32, {2, 0})}, completeAttrs(mx, {attrIs("axes", {1})}),
                TensorType{DType::F32, {2}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().diagnostics()[0].code, "runtime");
@@ -236,7 +236,7 @@ TEST(CpuNormalize, ReductionsOverEmptyDims) {
 }
 
 TEST(CpuNormalize, MaxIsExactAndNaNWins) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const int64_t big = int64_t{1} << 53;
   EXPECT_TRUE(
       sameTensor(runCpu(b, OpKind::Max, {reftest::ints(DType::I64, {3}, {big, big + 1, 5})}, {}),
@@ -262,7 +262,7 @@ TEST(CpuNormalize, MaxIsExactAndNaNWins) {
 
 // Integer sums are exact in i64 and wrap at 64 bits, as torch.sum and the reference.
 TEST(CpuNormalize, IntegerSumsAreExactInI64) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const TensorData i32 = reftest::ints(DType::I32, {2}, {2147483647, 2147483647});
   EXPECT_TRUE(matchesReference(b, OpKind::Sum, {i32}, {}));
   EXPECT_TRUE(sameTensor(runCpu(b, OpKind::Sum, {i32}, {}),
@@ -286,7 +286,7 @@ TEST(CpuNormalize, IntegerSumsAreExactInI64) {
 // 2 x 64 x 33 x 33 and friends: more work than one chunk, so the outputs (or, with fewer
 // outputs than threads, the reduced rows) are split over threads.
 TEST(CpuNormalize, LargeInputsSplitOverThreadsMatchTheReference) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   uint64_t seed = 500;
   const Shape big{2, 64, 33, 33};
   for (DType t : {DType::F32, DType::F16, DType::I32}) {
@@ -323,11 +323,11 @@ TEST(CpuNormalize, LargeInputsSplitOverThreadsMatchTheReference) {
 }
 
 TEST(CpuNormalize, RefusesCallsOutsideTheContract) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   auto expectInternal = [&](OpKind k, std::vector<TensorData> in, std::vector<NamedAttr> attrs,
                             TensorType result, std::string_view text) {
     const OpInfo &info = opInfo(k);
-    Expected<TensorData> r = runOnCpu(b, info, in, completeAttrs(info, attrs), result);
+    Expected<TensorData> r = runKernelOnly(b, info, in, completeAttrs(info, attrs), result);
     ASSERT_FALSE(r.ok()) << info.name;
     EXPECT_EQ(r.status().diagnostics()[0].code, "internal");
     EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status().message();

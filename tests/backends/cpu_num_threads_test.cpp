@@ -53,7 +53,7 @@ TEST(CpuNumThreads, ABadValueFallsBackToTheCoreCountWithAWarning) {
 // The variable as a process sees it: set before the first kernel, read once by the pool.
 void runKernelsWith(const char *value) {
   setenv(cpu::kNumThreadsEnv, value, 1);
-  CpuBackend b(cputest::checked(1));
+  CpuDevice b(cputest::checked(1));
   const OpInfo &relu = opInfo(OpKind::Relu);
   const TensorData x = TensorData::randn(DType::F32, {1 << 20}, 1);
   for (int i = 0; i < 2; ++i) {

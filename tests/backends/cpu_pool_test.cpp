@@ -21,9 +21,9 @@ using namespace cputest;
 constexpr DType kFloats[] = {DType::F16, DType::BF16, DType::F32, DType::F64};
 
 TEST(CpuPool, SupportsExactlyTheFloatingDTypes) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   for (OpKind k : {OpKind::MaxPool2d, OpKind::AvgPool2d, OpKind::GlobalAvgPool})
-    for (DType t : kAllDTypes) EXPECT_EQ(b.supports(k, t), isFloating(t)) << dtypeName(t);
+    for (DType t : kAllDTypes) EXPECT_EQ(cpuSupports(k, t), isFloating(t)) << dtypeName(t);
 }
 
 // Attribute sets valid for both pools (avg_pool2d has no dilation) on a 7x6 input.
@@ -45,7 +45,7 @@ const std::vector<std::vector<NamedAttr>> kWindows{
 };
 
 TEST(CpuPool, MaxPoolMatchesTheReferenceForEveryAttributeAndDType) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   std::vector<std::vector<NamedAttr>> windows = kWindows;
   // Dilation, alone and with padding, stride and ceil_mode.
   windows.push_back({attrIs("kernel", {2, 2}), attrIs("dilation", {2, 3})});
@@ -70,7 +70,7 @@ TEST(CpuPool, MaxPoolMatchesTheReferenceForEveryAttributeAndDType) {
 }
 
 TEST(CpuPool, AvgPoolMatchesTheReferenceForEveryAttributeAndDType) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   int cases = 0;
   uint64_t seed = 1000;
   for (DType t : kFloats) {
@@ -91,7 +91,7 @@ TEST(CpuPool, AvgPoolMatchesTheReferenceForEveryAttributeAndDType) {
 // A 5-row input, kernel 2, stride 2, padding 1, ceil_mode: PyTorch gives 3 rows, not 4 (a window
 // may not start in the trailing padding), and the first window starts in the leading padding.
 TEST(CpuPool, WindowsStartingInPaddingCountAsPyTorchDoes) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const TensorData x = reftest::f32({1, 1, 5, 1}, {1, 2, 3, 4, 5});
   const std::vector<NamedAttr> window{attrIs("kernel", {2, 1}), attrIs("stride", {2, 1}),
                                       attrIs("padding", {1, 0}), attrB("ceil_mode", true)};
@@ -115,7 +115,7 @@ TEST(CpuPool, WindowsStartingInPaddingCountAsPyTorchDoes) {
 }
 
 TEST(CpuPool, MaxPoolKeepsNaNAndInfinities) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   for (DType t : kFloats) {
@@ -131,7 +131,7 @@ TEST(CpuPool, MaxPoolKeepsNaNAndInfinities) {
 }
 
 TEST(CpuPool, GlobalAvgPoolMatchesTheReference) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   uint64_t seed = 2000;
   for (DType t : kFloats) {
     SCOPED_TRACE(std::string(dtypeName(t)));
@@ -149,7 +149,7 @@ TEST(CpuPool, GlobalAvgPoolMatchesTheReference) {
 }
 
 TEST(CpuPool, SizeZeroAndSizeOneDims) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   uint64_t seed = 3000;
   for (DType t : kFloats) {
     SCOPED_TRACE(std::string(dtypeName(t)));
@@ -167,7 +167,7 @@ TEST(CpuPool, SizeZeroAndSizeOneDims) {
 
 // 2 x 64 planes of 33 x 33: more output rows than one chunk holds, so parallelFor splits them.
 TEST(CpuPool, LargeInputsSplitOverThreadsMatchTheReference) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   uint64_t seed = 4000;
   for (DType t : {DType::F32, DType::F16}) {
     SCOPED_TRACE(std::string(dtypeName(t)));
@@ -185,24 +185,24 @@ TEST(CpuPool, LargeInputsSplitOverThreadsMatchTheReference) {
 }
 
 TEST(CpuPool, RefusesCallsOutsideTheContract) {
-  CpuBackend b(checked(1));
+  CpuDevice b(checked(1));
   const OpInfo &mx = opInfo(OpKind::MaxPool2d);
   const Attrs attrs = completeAttrs(mx, {attrIs("kernel", {2, 2})});
   // An operand in another dtype than the result: a cast is missing.
-  Expected<TensorData> r = runOnCpu(b, mx, {TensorData(DType::F16, {1, 1, 4, 4})}, attrs,
+  Expected<TensorData> r = runKernelOnly(b, mx, {TensorData(DType::F16, {1, 1, 4, 4})}, attrs,
                                     TensorType{DType::F32, {1, 1, 2, 2}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().diagnostics()[0].code, "internal");
   EXPECT_NE(r.status().message().find("a cast is missing"), std::string::npos)
       << r.status().message();
   // A result shape the attributes do not give.
-  r = runOnCpu(b, mx, {TensorData(DType::F32, {1, 1, 4, 4})}, attrs,
+  r = runKernelOnly(b, mx, {TensorData(DType::F32, {1, 1, 4, 4})}, attrs,
                TensorType{DType::F32, {1, 1, 3, 3}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("called outside its contract"), std::string::npos)
       << r.status().message();
   // A kernel attribute shape inference would have rejected.
-  r = runOnCpu(b, mx, {TensorData(DType::F32, {1, 1, 4, 4})},
+  r = runKernelOnly(b, mx, {TensorData(DType::F32, {1, 1, 4, 4})},
                completeAttrs(mx, {attrIs("kernel", {0, 2})}), TensorType{DType::F32, {1, 1, 4, 2}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("kernel must be 2 ints"), std::string::npos)

@@ -1,6 +1,7 @@
 // tests/backends/cpu_test_util.h — running single kernels of the CPU backend in tests: tensors
-// uploaded to a virtual device (Backend::upload), one KernelCall, the result downloaded; sample
-// inputs per op and tolerances per dtype against the reference interpreter.
+// uploaded to a virtual device (DeviceRuntime::upload), the step lowered by the CPU target,
+// prepared and launched by the CPU device with its planned scratch, the result downloaded;
+// sample inputs per op and tolerances per dtype against the reference interpreter.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,59 +10,110 @@
 #include <cstring>
 #include <random>
 
-#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_device.h"
+#include "backends/cpu/cpu_target.h"
+#include "backends/cpu/kernels.h"
 #include "reference_util.h"
 
 namespace ferry::cputest {
 
-inline CpuBackend::Options checked(int devices) {
-  CpuBackend::Options o;
+inline CpuDevice::Options checked(int devices) {
+  CpuDevice::Options o;
   o.devices = devices;
   o.checkOwnership = true;
   return o;
 }
 
-// A TensorData copied into a fresh allocation on `device`; freed with the backend.
+// A TensorData copied into a fresh allocation on `device`; freed with the device.
 struct DeviceTensor {
   TensorType type;
   std::byte *data;
   Device device;
-  TensorView view() { return {data, &type, device}; }
+  size_t bytes() const { return type.byteSize(); }
 };
 
-// Through Backend::upload and Backend::download, as the runtime moves an app's bytes.
-inline DeviceTensor upload(CpuBackend &b, const TensorData &t, Device device) {
+// Through DeviceRuntime::upload and download, as the runtime moves an app's bytes.
+inline DeviceTensor upload(CpuDevice &b, const TensorData &t, Device device) {
   Expected<std::byte *> p = b.allocate(device, t.byteSize());
   FERRY_CHECK(p.ok()) << p.status().message();
   DeviceTensor d{t.type(), *p, device};
-  Status s = b.upload(t.bytes(), device, d.view(), nullptr);
+  Status s = b.upload(t.bytes().data(), device, d.data, t.byteSize(), Stream{});
   FERRY_CHECK(s.ok()) << s.message();
   return d;
 }
 
-inline TensorData download(CpuBackend &b, DeviceTensor &d) {
+inline TensorData download(CpuDevice &b, DeviceTensor &d) {
   TensorData t(d.type.dtype, d.type.shape);
-  Status s = b.download(d.view(), t.mutableBytes());
+  Status s = b.download(d.device, d.data, t.mutableBytes().data(), t.byteSize(), Stream{});
   FERRY_CHECK(s.ok()) << s.message();
   return t;
 }
 
-// Runs `op` on the backend (operands and result on `device`) and returns the result.
-inline Expected<TensorData> runOnCpu(CpuBackend &b, const OpInfo &op,
+// How a test step reaches the kernel: through the CPU target's checks (as every compiled step
+// does), or planned directly, so that the kernels' own contract checks are what refuses it.
+enum class Route { Target, KernelOnly };
+
+// Lowers one step with the CPU target (or plans it directly) and prepares it on `b`.
+inline Expected<std::unique_ptr<PreparedKernel>> prepareOnCpu(CpuDevice &b, const OpInfo &op,
+                                                              const std::vector<TensorType> &in,
+                                                              const Attrs &attrs,
+                                                              const TensorType &result,
+                                                              Device device, KernelPlan &plan,
+                                                              Route route = Route::Target) {
+  static const Location loc{"test.fy", 3, 1};
+  const StepSpec step{op, attrs, in, result, device, loc};
+  if (route == Route::KernelOnly) {
+    plan = cpu::planKernel(step);
+  } else {
+    Expected<KernelPlan> planned = CpuTarget().lower(step);
+    if (!planned) return planned.status();
+    plan = *planned;
+  }
+  return b.prepare(plan, step);
+}
+
+// Runs `op` on the device (operands and result on `device`): lowered, prepared, launched with
+// its planned scratch; returns the result.
+inline Expected<TensorData> runKernelOnly(CpuDevice &b, const OpInfo &op,
+                                          const std::vector<TensorData> &in, const Attrs &attrs,
+                                          const TensorType &result);
+inline Expected<TensorData> runOnCpu(CpuDevice &b, const OpInfo &op,
                                      const std::vector<TensorData> &in, const Attrs &attrs,
-                                     const TensorType &result, Device device = Device::cpu()) {
+                                     const TensorType &result, Device device = Device::cpu(),
+                                     Route route = Route::Target) {
+  std::vector<TensorType> types;
+  for (const TensorData &t : in) types.push_back(t.type());
+  KernelPlan plan;
+  Expected<std::unique_ptr<PreparedKernel>> kernel =
+      prepareOnCpu(b, op, types, attrs, result, device, plan, route);
+  if (!kernel) return kernel.status();
   std::vector<DeviceTensor> operands;
-  std::vector<TensorView> views;
+  std::vector<const std::byte *> pointers;
   for (const TensorData &t : in) operands.push_back(upload(b, t, device));
-  for (DeviceTensor &d : operands) views.push_back(d.view());
+  for (DeviceTensor &d : operands) pointers.push_back(d.data);
   DeviceTensor out = upload(b, TensorData(result.dtype, result.shape), device);
-  const Location loc{"test.fy", 3, 1};
-  Status s = b.run(KernelCall{op, attrs, views, out.view(), loc});
+  Expected<std::byte *> scratch = b.allocate(device, plan.scratchBytes);
+  FERRY_CHECK(scratch.ok()) << scratch.status().message();
+  Status s = b.launch(**kernel, KernelArgs{pointers, out.data, plan.scratchBytes ? *scratch : nullptr},
+                      Stream{nullptr, device});
   Expected<TensorData> got =
       s.ok() ? Expected<TensorData>(download(b, out)) : Expected<TensorData>(s);
   for (DeviceTensor &d : operands) b.release(device, d.data);
   b.release(device, out.data);
+  b.release(device, *scratch);
   return got;
+}
+
+// Whether the CPU target claims a kernel for `op` computing in `dtype`.
+inline bool cpuSupports(OpKind op, DType dtype) {
+  return CpuTarget().capability(op, dtype).supported;
+}
+
+// Runs `op` planned directly, past the target's checks: the kernels' own contract is tested.
+inline Expected<TensorData> runKernelOnly(CpuDevice &b, const OpInfo &op,
+                                          const std::vector<TensorData> &in, const Attrs &attrs,
+                                          const TensorType &result) {
+  return runOnCpu(b, op, in, attrs, result, Device::cpu(), Route::KernelOnly);
 }
 
 // Values in the domain of each op family, as `dtype` holds them.
@@ -123,7 +175,7 @@ inline double tolerance(DType t) {
 
 /// Runs `k` on `in` (attributes `given`, completed) by the reference and on the CPU, both with
 /// inferType's result type, into `got` and `want`; a failure says which of the three failed.
-inline ::testing::AssertionResult runBoth(CpuBackend &b, OpKind k,
+inline ::testing::AssertionResult runBoth(CpuDevice &b, OpKind k,
                                           const std::vector<TensorData> &in,
                                           const std::vector<NamedAttr> &given, TensorData &got,
                                           TensorData &want) {
@@ -145,7 +197,7 @@ inline ::testing::AssertionResult runBoth(CpuBackend &b, OpKind k,
 }
 
 /// runBoth, then equal within the result dtype's tolerance (bool and integers exactly).
-inline ::testing::AssertionResult matchesReference(CpuBackend &b, OpKind k,
+inline ::testing::AssertionResult matchesReference(CpuDevice &b, OpKind k,
                                                    const std::vector<TensorData> &in,
                                                    const std::vector<NamedAttr> &given) {
   TensorData got, want;

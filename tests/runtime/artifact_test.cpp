@@ -14,6 +14,7 @@
 
 #include "common/scratch.h"
 #include "ir/parser.h"
+#include "passes/lower.h"
 #include "runtime/artifact.h"
 #include "runtime/executable.h"
 
@@ -408,11 +409,12 @@ TEST(Artifact, OtherFilesAndVersionsAreNamed) {
                                   "'FERRYEXE', found '\\x93NUMPY\\x01\\x00'"))
       << loadError(npy);
   EXPECT_TRUE(has(loadError("graph mlp {}"), "not a ferry executable (bad magic)"));
-  for (uint32_t version : {0u, 2u, 7u, 0xffffffffu}) {
+  for (uint32_t version : {0u, 1u, 3u, 7u, 0xffffffffu}) {  // 1: files of the v1 runtime
     std::string v = bytes;
     v.replace(8, 4, le(version, 4));
     EXPECT_TRUE(has(loadError(v), "m.ferry: format version " + std::to_string(version) +
-                                      ", this build reads version 1"))
+                                      ", this build reads version " +
+                                          std::to_string(Executable::kFormatVersion)))
         << loadError(v);
     // The version is told even when nothing of the header follows it.
     EXPECT_TRUE(has(loadError(v.substr(0, 12)), "format version " + std::to_string(version)));
@@ -438,7 +440,7 @@ TEST(Artifact, EveryHeaderByteFlippedIsNamed) {
       if (at < 8)
         EXPECT_TRUE(has(e, "not a ferry executable (bad magic)"));
       else if (at < 12)
-        EXPECT_TRUE(has(e, "this build reads version 1"));
+        EXPECT_TRUE(has(e, "this build reads version " + std::to_string(Executable::kFormatVersion)));
       else if (at < 16)
         EXPECT_TRUE(has(e, "bad flags at byte 12"));
       else if (at < 24)

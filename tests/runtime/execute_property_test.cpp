@@ -20,6 +20,7 @@
 #include "common/random_graph.h"
 #include "common/value_check.h"
 #include "ir/printer.h"
+#include "passes/lower.h"
 #include "runtime/session.h"
 
 namespace ferry {

@@ -12,6 +12,7 @@
 
 #include "common/scratch.h"
 #include "frontend/builder.h"
+#include "passes/lower.h"
 #include "runtime/session.h"
 
 namespace ferry {

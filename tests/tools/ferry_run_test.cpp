@@ -20,6 +20,7 @@
 #include "ir/npy.h"
 #include "ir/parser.h"
 #include "json_test_util.h"
+#include "passes/lower.h"
 #include "runtime/executable.h"
 #include "tool_test_util.h"
 

@@ -32,6 +32,7 @@
 #include "ir/parser.h"
 #include "json_test_util.h"
 #include "passes/compile.h"
+#include "passes/lower.h"
 #include "runtime/executable.h"
 #include "tool_test_util.h"
 #include "tools/ferry-compile/device_totals.h"

@@ -21,6 +21,7 @@
 
 #include "ir/json.h"
 #include "passes/explain.h"
+#include "passes/lower.h"
 #include "passes/pass.h"
 #include "tools/ferry-compile/device_totals.h"
 

@@ -21,6 +21,7 @@
 #include "ir/printer.h"
 #include "passes/compile.h"
 #include "runtime/artifact.h"
+#include "passes/lower.h"
 #include "runtime/executable.h"
 #include "tools/common/compile_flags.h"
 #include "tools/common/report.h"

@@ -36,6 +36,7 @@
 #include "backends/cpu/num_threads.h"
 #include "ir/parser.h"
 #include "runtime/artifact.h"
+#include "passes/lower.h"
 #include "runtime/executable.h"
 #include "runtime/session.h"
 #include "tools/common/cli_errors.h"
@@ -331,7 +332,8 @@ int run(const Options &o, Report &report) {
   const std::vector<NamedTensor> &given = std::get<std::vector<NamedTensor>>(inputs);
 
   // Both counts are at most kMaxRuns (checkFlags), so neither they nor their sum overflow.
-  const Session::RunOptions runOptions{.outputsOnDevice = o.outputsOnDevice};
+  // Every run is profiled: the report lists the slowest steps, the trace every step.
+  const Session::RunOptions runOptions{.outputsOnDevice = o.outputsOnDevice, .profile = true};
   Timings timings;
   std::vector<NamedTensor> outputs;
   for (int64_t i = 0; i < p.warmup + p.iterations; ++i) {

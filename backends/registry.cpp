@@ -1,20 +1,22 @@
-// runtime/backend_registry.cpp — this build's backends, listed once.
-#include "runtime/backend_registry.h"
+// backends/registry.cpp — this build's backends, listed once.
+#include "backends/registry.h"
 
-#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_device.h"
+#include "backends/cpu/cpu_target.h"
 
 namespace ferry {
 
 const std::vector<BackendEntry> &builtinBackends() {
   static const std::vector<BackendEntry> backends = {
       {DeviceKind::Cpu, "cpu, with virtual devices cpu:N",
-       [](const BackendOptions &o) -> Expected<std::unique_ptr<Backend>> {
+       [] { return std::unique_ptr<Target>(std::make_unique<CpuTarget>()); },
+       [](const DeviceOptions &o) -> Expected<std::unique_ptr<DeviceRuntime>> {
          if (o.devices < 1 || o.devices > Device::kMaxIndex + 1)
            return makeError("device", "the cpu backend drives 1 to " +
                                           std::to_string(Device::kMaxIndex + 1) + " devices, not " +
                                           std::to_string(o.devices));
-         return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(
-             CpuBackend::Options{.devices = o.devices, .checkOwnership = o.checked}));
+         return std::unique_ptr<DeviceRuntime>(std::make_unique<CpuDevice>(
+             CpuDevice::Options{.devices = o.devices, .checkOwnership = o.checked}));
        }},
   };
   return backends;

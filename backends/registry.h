@@ -1,0 +1,47 @@
+// backends/registry.h — this build's backends, one per device kind, in one explicit list (no
+// static registration): each entry makes the kind's compile-time Target (backends/target.h) and
+// its run-time DeviceRuntime (backends/device.h).
+//
+// Lowering (passes/lower.h) asks the targets for capability tables and kernel plans; a Session
+// (runtime/session.h) makes one device runtime per device kind its executable uses. Adding a
+// backend is a Target, a DeviceRuntime and one entry in builtinBackends(); no pass changes. An
+// app or a test can hand a Session its own list (Session::Options::backends).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/device.h"
+#include "backends/target.h"
+
+namespace ferry {
+
+/// How a registry entry makes its device runtime.
+struct DeviceOptions {
+  /// The devices kind:0 .. kind:(devices - 1) the runtime drives; at least 1.
+  int devices = 1;
+  /// Check memory ownership in copies (debug builds, tests; see the runtimes).
+  bool checked = false;
+};
+
+/// One device kind: its target and its device runtime.
+struct BackendEntry {
+  DeviceKind kind = DeviceKind::Cpu;
+  /// Says what the backend is, for errors ("cpu, with virtual devices cpu:N").
+  std::string description;
+  /// Makes the compile-time target; needs no hardware. May be empty in an app's entry that only
+  /// runs executables compiled elsewhere.
+  std::function<std::unique_ptr<Target>()> target;
+  /// Makes the device runtime; an error when it cannot (no such hardware, a driver error).
+  std::function<Expected<std::unique_ptr<DeviceRuntime>>(const DeviceOptions &)> device;
+};
+
+/// This build's backends: the CPU's (backends/cpu) for `cpu` and its virtual devices `cpu:N`.
+const std::vector<BackendEntry> &builtinBackends();
+
+/// The entry of `registry` for `kind`, or nullptr.
+const BackendEntry *findBackend(const std::vector<BackendEntry> &registry, DeviceKind kind);
+
+}  // namespace ferry

@@ -1,0 +1,73 @@
+// backends/target.h — the compile-time half of a backend: what a device kind can run, at what
+// cost, and how one step lowers to a kernel plan. No hardware is needed: a build with a CUDA
+// target compiles and saves executables for `cuda:N` on a machine without a GPU.
+//
+// The run-time half is backends/device.h. The two meet in the KernelPlan, which lowering stores
+// in the Executable (plain data, saved with it) and DeviceRuntime::prepare turns into a ready
+// kernel once per Session. Passes never call a target directly: lowering does (passes/lower.h),
+// and placement reads the capability tables through CompileOptions::capabilities.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "ir/device.h"
+#include "ir/ops.h"
+#include "ir/status.h"
+#include "ir/types.h"
+
+namespace ferry {
+
+/// One entry of a target's capability table.
+struct KernelCapability {
+  bool supported = false;
+  /// The kernel's time over the cost model's estimate for its device kind, relative to the
+  /// target's best-served dtype: `auto` placement multiplies its compute estimate by it. An f16
+  /// GEMM that converts around an f32 one is 1.5; an integer GEMM without BLAS, 40.
+  double costFactor = 1;
+};
+
+/// One step as lowering sees it, and as DeviceRuntime::prepare sees it again at run time: the
+/// op with complete attributes, the operand and result types (dense, row-major), the device it
+/// runs on and the user's location, for errors.
+struct StepSpec {
+  const OpInfo &op;
+  const Attrs &attrs;
+  std::span<const TensorType> operands;
+  const TensorType &result;
+  Device device;
+  const Location &loc;
+};
+
+/// What lowering decided for one step, saved in the executable: which of the target's kernels
+/// runs it, the scratch memory it needs (planned with the activations, handed to the kernel
+/// at launch: kernels allocate nothing), and whatever else the kernel needs that the step's op,
+/// attributes and types do not say (a CUDA target's PTX or GEMM description; empty on the CPU).
+struct KernelPlan {
+  std::string kernel;  ///< the target's own name, e.g. "cpu.gemm.small"; checked by prepare
+  uint64_t scratchBytes = 0;
+  std::string payload;
+};
+
+class Target {
+ public:
+  virtual ~Target() = default;
+
+  /// The device kind whose devices this target compiles for.
+  virtual DeviceKind kind() const = 0;
+  /// Says what the target is, for messages ("cpu (OpenBLAS, virtual devices cpu:N)").
+  virtual std::string_view description() const = 0;
+
+  /// Whether the target has a kernel for `op` computing in `dtype` (the result's dtype; for
+  /// comparisons, the operands'), and its cost factor.
+  virtual KernelCapability capability(OpKind op, DType dtype) const = 0;
+
+  /// The kernel plan of one step. A step the capability table does not claim, or that breaks
+  /// the op's contract (operand count or dtypes that compile() never produces), is an error
+  /// with code "internal" at the step's location.
+  virtual Expected<KernelPlan> lower(const StepSpec &step) const = 0;
+};
+
+}  // namespace ferry

@@ -101,9 +101,10 @@ std::vector<AttrSpec> parseAttrSpecs(std::string_view spec, std::string_view op)
   return out;
 }
 
-OpInfo makeInfo(OpKind kind, std::string_view name, std::string_view operands, DTypeRule rule,
-                Accepts accepts, InferFn infer, CostFn cost, std::string_view attrs) {
-  OpInfo info{kind,  name, parseOperandSpecs(operands, name), 0, 0, rule, accepts,
+OpInfo makeInfo(OpKind kind, std::string_view name, std::string_view operands, OpTrait traits,
+                DTypeRule rule, Accepts accepts, InferFn infer, CostFn cost,
+                std::string_view attrs) {
+  OpInfo info{kind,  name, parseOperandSpecs(operands, name), 0, 0, traits, rule, accepts,
               infer, cost, parseAttrSpecs(attrs, name)};
   for (const OperandSpec &o : info.operands) {
     if (!o.optional) ++info.minOperands;
@@ -116,9 +117,10 @@ OpInfo makeInfo(OpKind kind, std::string_view name, std::string_view operands, D
 const std::vector<OpInfo> &table() {
   static const std::vector<OpInfo> ops = [] {
     std::vector<OpInfo> v;
-#define FERRY_OP(e, name, operands, rule, accepts, infer, cost, attrs)                             \
-  v.push_back(                                                                                     \
-      makeInfo(OpKind::e, name, operands, DTypeRule::rule, Accepts::accepts, infer, cost, attrs));
+    using enum OpTrait;  // the traits column names flags unqualified: `Elementwise | Unary`
+#define FERRY_OP(e, name, operands, traits, rule, accepts, infer, cost, attrs)                     \
+  v.push_back(makeInfo(OpKind::e, name, operands, traits, DTypeRule::rule, Accepts::accepts,       \
+                       infer, cost, attrs));
 #include "ir/ops.def"
 #undef FERRY_OP
     return v;
@@ -146,6 +148,9 @@ const OperandSpec &OpInfo::operand(size_t i) const {
 }
 
 const OpInfo &opInfo(OpKind k) { return table()[static_cast<size_t>(k)]; }
+
+bool hasTrait(OpKind k, OpTrait t) { return opInfo(k).is(t); }
+
 std::span<const OpInfo> allOps() { return table(); }
 
 const OpInfo *findOp(std::string_view name) {

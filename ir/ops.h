@@ -14,10 +14,58 @@
 namespace ferry {
 
 enum class OpKind : uint16_t {
-#define FERRY_OP(e, name, operands, rule, accepts, infer, cost, attrs) e,
+#define FERRY_OP(e, name, operands, traits, rule, accepts, infer, cost, attrs) e,
 #include "ir/ops.def"
 #undef FERRY_OP
 };
+
+/// What kind of op a row of the op table is, as bit flags. Every "which ops are X" question
+/// (autocast lists, same-dtype rules, fusion legality, kernel families) reads these instead of
+/// listing ops by hand. Each op has at least one family trait (Elementwise to Conversion); the
+/// others refine it or say how the dtype pass treats the op.
+enum class OpTrait : uint32_t {
+  None = 0,
+  // Families.
+  Elementwise = 1u << 0,    ///< result element i reads only element i of each (broadcast)
+                            ///< operand: unary, binary, where, cast; fusable into chains
+  GemmLike = 1u << 1,       ///< contracts over an inner dimension: matmul, linear, conv2d
+  Pool = 1u << 2,           ///< windows over the spatial dims of NCHW
+  Reduction = 1u << 3,      ///< each result element combines many input elements (fewer out)
+  Normalization = 1u << 4,  ///< normalises over some dims, shape unchanged: softmax, norms
+  View = 1u << 5,           ///< the same bytes in the same order, only the shape may change
+  Movement = 1u << 6,       ///< rearranges, selects or repeats elements without arithmetic
+  Source = 1u << 7,         ///< reads no operand: its value comes from an attribute
+  Conversion = 1u << 8,     ///< changes only the dtype or the device of a value (cast,
+                            ///< transfer): the ops placement and the dtype pass insert
+  // Refinements of Elementwise.
+  Unary = 1u << 9,    ///< elementwise math on one operand, result shape = operand shape
+  Binary = 1u << 10,  ///< elementwise on two operands with NumPy broadcasting
+  // How the dtype pass treats the op (DESIGN.md "Dtype semantics").
+  SameDTypeOperands = 1u << 11,  ///< under strict, data operands of different dtypes are an
+                                 ///< error (eager PyTorch does not promote inside these)
+  AutocastLow = 1u << 12,  ///< under autocast, computes in the low dtype when it would compute
+                           ///< in f16, bf16 or f32 (torch.autocast's lower-precision list)
+  AutocastF32 = 1u << 13,  ///< under autocast, computes in f32 when it would compute in f16 or
+                           ///< bf16 (torch.autocast's "autocast to float32" list)
+};
+
+/// The union of two trait sets.
+constexpr OpTrait operator|(OpTrait a, OpTrait b) {
+  return static_cast<OpTrait>(static_cast<uint32_t>(a) | static_cast<uint32_t>(b));
+}
+/// The traits in both sets.
+constexpr OpTrait operator&(OpTrait a, OpTrait b) {
+  return static_cast<OpTrait>(static_cast<uint32_t>(a) & static_cast<uint32_t>(b));
+}
+/// The family traits; every op has at least one.
+inline constexpr OpTrait kOpFamilies = OpTrait::Elementwise | OpTrait::GemmLike | OpTrait::Pool |
+                                       OpTrait::Reduction | OpTrait::Normalization | OpTrait::View |
+                                       OpTrait::Movement | OpTrait::Source | OpTrait::Conversion;
+
+/// True when `set` holds every trait of `t` (and `t` is not None).
+constexpr bool hasAll(OpTrait set, OpTrait t) { return t != OpTrait::None && (set & t) == t; }
+/// True when `set` holds at least one trait of `t`.
+constexpr bool hasAny(OpTrait set, OpTrait t) { return (set & t) != OpTrait::None; }
 
 /// How an op's result dtype follows from its data operands' dtypes.
 enum class DTypeRule : uint8_t {
@@ -82,6 +130,7 @@ struct OpInfo {
   std::vector<OperandSpec> operands;
   int minOperands = 0;
   int maxOperands = 0;  ///< -1: variadic
+  OpTrait traits;       ///< the row's trait column
   DTypeRule dtypeRule;
   Accepts accepts;
   InferFn infer;
@@ -92,9 +141,13 @@ struct OpInfo {
   int attrIndex(std::string_view name) const;
   /// The spec of operand `i` (the variadic spec repeats).
   const OperandSpec &operand(size_t i) const;
+  /// True when the op has every trait of `t` (`op.is(OpTrait::GemmLike)`).
+  bool is(OpTrait t) const { return hasAll(traits, t); }
 };
 
 const OpInfo &opInfo(OpKind k);
+/// True when op `k` has every trait of `t`.
+bool hasTrait(OpKind k, OpTrait t);
 std::span<const OpInfo> allOps();
 /// Looks an op up by its `.fy` name ("linear"); nullptr when there is none.
 const OpInfo *findOp(std::string_view name);

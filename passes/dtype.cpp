@@ -4,18 +4,19 @@
 // Semantics (DESIGN.md "Dtype semantics"; the policy is CompileOptions::dtype). A node's compute
 // dtype is the first of these that applies:
 //   a. its pin (`@f16` in .fy, Builder::computeIn), in every policy;
-//   b. autocast(low) only: matmul/linear/conv2d compute in `low` when their promoted dtype is
-//      f16, bf16 or f32 (f64 and integers are left alone, as torch.autocast leaves them);
-//      softmax, log_softmax, layer_norm, batch_norm, sum, mean, max, exp, log and pow compute in
-//      f32 when they would compute in f16 or bf16;
+//   b. autocast(low) only: AutocastLow ops (the GEMMs: matmul, linear, conv2d) compute in `low`
+//      when their promoted dtype is f16, bf16 or f32 (f64 and integers are left alone, as
+//      torch.autocast leaves them); AutocastF32 ops (softmax, log_softmax, layer_norm,
+//      batch_norm, sum, mean, max, exp, log, pow) compute in f32 when they would compute in f16
+//      or bf16. The lists are the op table's trait column (ir/ops.def);
 //   c. the op's DTypeRule over its data operands with PyTorch's result_type (ResultType, with
 //      its zero-dim rule): Promote -> the common dtype, PromoteFloat -> the common dtype made
 //      floating, Compare -> the common dtype (the result is bool). Keep and SumInt ops have one
 //      data operand and read it as it is.
-// strict: matmul/linear/conv2d/batch_norm/layer_norm whose data operands differ in dtype are
-// errors (eager PyTorch raises), all reported in one run and without cascades: a node fed by a
-// rejected one is not judged by that operand. Elementwise ops promote with casts, as PyTorch does
-// internally. promote: rule c for every op, GEMMs and norms included.
+// strict: SameDTypeOperands ops (matmul, linear, conv2d, batch_norm, layer_norm) whose data
+// operands differ in dtype are errors (eager PyTorch raises), all reported in one run and without
+// cascades: a node fed by a rejected one is not judged by that operand. Elementwise ops promote
+// with casts, as PyTorch does internally. promote: rule c for every op, GEMMs and norms included.
 // Only data operands are cast (`:bool`/`:int` operands never are); cast and constant (FromAttr)
 // compute nothing and ignore pins. A GEMM or conv in f16/bf16 accumulates in f32: that is the
 // contract of every low-precision GEMM/conv kernel, so it is recorded in its result's dtype reason,
@@ -59,30 +60,6 @@ namespace ferry {
 namespace {
 
 using Policy = DTypePolicy::Kind;
-
-bool isGemm(OpKind k) { return k == OpKind::Matmul || k == OpKind::Linear || k == OpKind::Conv2d; }
-
-// Eager PyTorch does not promote inside these: different operand dtypes are an error.
-bool needsSameDType(OpKind k) {
-  return isGemm(k) || k == OpKind::BatchNorm || k == OpKind::LayerNorm;
-}
-
-// torch.autocast's "ops that autocast to float32", as far as ferry has them.
-bool autocastsToF32(OpKind k) {
-  switch (k) {
-    case OpKind::Softmax:
-    case OpKind::LogSoftmax:
-    case OpKind::LayerNorm:
-    case OpKind::BatchNorm:
-    case OpKind::Sum:
-    case OpKind::Mean:
-    case OpKind::Max:
-    case OpKind::Exp:
-    case OpKind::Log:
-    case OpKind::Pow: return true;
-    default: return false;
-  }
-}
 
 bool isLowFloat(DType t) { return t == DType::F16 || t == DType::BF16; }
 
@@ -149,7 +126,8 @@ class DTypePass {
       if (!first) first = t.dtype;
       common.add(t.dtype, t.rank() == 0);
     }
-    if (policy_.kind == Policy::Strict && !n.pinDType && needsSameDType(n.op) && mixed) {
+    if (policy_.kind == Policy::Strict && !n.pinDType && op.is(OpTrait::SameDTypeOperands) &&
+        mixed) {
       reportMismatch(id);
       poisonedIn = true;
     }
@@ -200,9 +178,9 @@ class DTypePass {
     }
     if (policy_.kind == Policy::Autocast) {
       DType base = byRule.value_or(first);
-      if (isGemm(n.op) && (isLowFloat(base) || base == DType::F32))
+      if (op.is(OpTrait::AutocastLow) && (isLowFloat(base) || base == DType::F32))
         return {Source::AutocastLow, policy_.low};
-      if (autocastsToF32(n.op) && isLowFloat(base)) return {Source::AutocastF32, DType::F32};
+      if (op.is(OpTrait::AutocastF32) && isLowFloat(base)) return {Source::AutocastF32, DType::F32};
     }
     if (byRule) return {Source::Rule, *byRule};
     return {};

@@ -41,8 +41,6 @@ double unary(OpKind k, double x, bool tanhGelu) {
   return 0;
 }
 
-bool isCompare(OpKind k) { return k == OpKind::Equal || k == OpKind::Less || k == OpKind::Greater; }
-
 template <class T> bool compare(OpKind k, T x, T y) {
   switch (k) {
     case OpKind::Equal: return x == y;
@@ -143,9 +141,11 @@ Expected<TensorData> evalBinary(const KernelArgs &a) {
   checkShape(a, broadcastAll(a));
   TensorData out(a.result.dtype, a.result.shape);
   const OpKind k = a.op.kind;
-  // The dtype the op computes in: the result's, or for a comparison the operands' promoted one.
+  // The dtype the op computes in: the result's, or for a comparison (the op table's Compare
+  // dtype rule: the result is bool) the operands' promoted one.
+  const bool comparison = a.op.dtypeRule == DTypeRule::Compare;
   DType compute = out.dtype();
-  if (isCompare(k)) {
+  if (comparison) {
     ResultType common;
     for (const TensorData &t : a.operands) common.add(t.dtype(), t.shape().empty());
     compute = common.get();
@@ -158,10 +158,10 @@ Expected<TensorData> evalBinary(const KernelArgs &a) {
     std::byte *po = elemPtr(out, i);
     if (integral) {
       int64_t u = loadInt(compute, px), v = loadInt(compute, py);
-      storeIntWrapping(out.dtype(), po, isCompare(k) ? compare(k, u, v) : binaryInt(k, u, v));
+      storeIntWrapping(out.dtype(), po, comparison ? compare(k, u, v) : binaryInt(k, u, v));
     } else {
       double u = loadDouble(compute, px), v = loadDouble(compute, py);
-      storeDouble(out.dtype(), po, isCompare(k) ? compare(k, u, v) : binary(k, u, v));
+      storeDouble(out.dtype(), po, comparison ? compare(k, u, v) : binary(k, u, v));
     }
   }
   return out;

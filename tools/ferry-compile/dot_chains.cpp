@@ -10,8 +10,8 @@ std::vector<std::vector<NodeId>> longChains(const Graph &g,
   std::vector<bool> output(g.valueCount(), false);
   for (const OutputDecl &o : g.outputs()) output[static_cast<size_t>(o.value)] = true;
   auto eligible = [&](const Node &n) {
-    return n.op != OpKind::Transfer && n.op != OpKind::Cast && !n.inserted && !n.pinDevice &&
-           !n.pinDType && !output[static_cast<size_t>(n.result)] && !keep(n);
+    return !n.info().is(OpTrait::Conversion) && !n.inserted && !n.pinDevice && !n.pinDType &&
+           !output[static_cast<size_t>(n.result)] && !keep(n);
   };
   const std::vector<std::vector<NodeId>> users = g.users();
   // next[p] = u links p to the node that continues its chain; hasPrevious marks u.

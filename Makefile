@@ -2,7 +2,7 @@
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: demo test build deps configure clean bench-peer
+.PHONY: demo test build deps configure clean bench-peer bench-overhead
 
 # Compile the example (the annotated graph), run it on the CPU with seeded random inputs, and
 # draw it as SVG next to it.
@@ -30,8 +30,18 @@ BENCH_VENV ?= $(BUILD)/bench-venv
 PEER_FLAGS ?= --torch-env OMP_WAIT_POLICY=PASSIVE
 bench-peer: configure
 	cmake --build $(BUILD) --target ferry-run
-	@bash scripts/make-bench-venv.sh $(BENCH_VENV)
+	@bash scripts/make-bench-venv.sh $(BENCH_VENV) torch
 	$(BENCH_VENV)/bin/python bench/peer/compare_eager.py --ferry-run $(BUILD)/bin/ferry-run $(PEER_FLAGS)
+
+# Per-node runtime overhead: Session::run on chains of 100, 1,000 and 10,000 matmul(f32[4,4],
+# f32[4,4]), ferry against ONNX Runtime on one thread, interleaved (bench/README.md,
+# "ferry-bench-overhead"). onnx and onnxruntime (no torch) in the same venv as bench-peer's.
+# Other rounds or sizes: make bench-overhead OVERHEAD_FLAGS="--rounds 9 --nodes 1000".
+OVERHEAD_FLAGS ?=
+bench-overhead: configure
+	cmake --build $(BUILD) --target ferry-bench-overhead
+	@bash scripts/make-bench-venv.sh $(BENCH_VENV) onnx
+	$(BENCH_VENV)/bin/python bench/peer/overhead.py --bench $(BUILD)/bin/ferry-bench-overhead $(OVERHEAD_FLAGS)
 
 deps:
 	@bash scripts/install-deps.sh

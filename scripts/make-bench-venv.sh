@@ -1,23 +1,48 @@
 #!/usr/bin/env bash
-# scripts/make-bench-venv.sh — make the Python venv of the peer benchmarks (bench/peer/): torch
-# (CPU) and numpy. Neither building nor using ferry needs it.
+# scripts/make-bench-venv.sh — make the Python venv of the peer benchmarks (bench/peer/): numpy,
+# torch (CPU) for compare_eager.py, onnx and onnxruntime for overhead.py. Neither building nor
+# using ferry needs it.
 #
-#   scripts/make-bench-venv.sh [VENV]     # default: $FERRY_BENCH_VENV, else build/bench-venv
+#   scripts/make-bench-venv.sh [VENV [all|torch|onnx]]   # default: $FERRY_BENCH_VENV, else
+#                                                        # build/bench-venv; all
 #
-# Idempotent: does nothing when VENV's python already imports torch and numpy. torch comes from
-# a CPU-only wheel in pip's find-links folders when there is one (pip would otherwise prefer a
-# newer torch from the index); else from the package index, which on x86-64 Linux serves the
-# CUDA build (about 3 GB to download, 5.4 GB installed, with its nvidia-* libraries; the same CPU
-# kernels). Set TORCH_SPEC (a requirement or a wheel path) to choose yourself, PYTHON for another
-# interpreter.
+# Idempotent: installs only what VENV's python does not import yet; `onnx` leaves torch out (a
+# few GB, see below). torch comes from a CPU-only wheel in pip's find-links folders when there is
+# one (pip would otherwise prefer a newer torch from the index); else from the package index,
+# which on x86-64 Linux serves the CUDA build (about 3 GB to download, 5.4 GB installed, with its
+# nvidia-* libraries; the same CPU kernels). Set TORCH_SPEC (a requirement or a wheel path) to
+# choose yourself, PYTHON for another interpreter. onnx and onnxruntime are pinned
+# (ONNX_SPEC, ORT_SPEC to override): overhead.py's ratio is against one ONNX Runtime, the one
+# the "[exec] Lowering v2" target was measured against.
 set -euo pipefail
 
 venv="${1:-${FERRY_BENCH_VENV:-build/bench-venv}}"
+what="${2:-all}"
 python="${PYTHON:-python3}"
+onnx_spec="${ONNX_SPEC:-onnx==1.23.2}"
+ort_spec="${ORT_SPEC:-onnxruntime==1.32.0}"
 
-if [ -x "$venv/bin/python" ] &&
-   version=$("$venv/bin/python" -c 'import numpy, torch; print(torch.__version__)' 2>/dev/null); then
-  echo "make-bench-venv: $venv has torch $version"
+case "$what" in
+  all) modules=(numpy torch onnx onnxruntime) ;;
+  torch) modules=(numpy torch) ;;
+  onnx) modules=(numpy onnx onnxruntime) ;;
+  *) echo "make-bench-venv: the second argument is all, torch or onnx, not '$what'" >&2; exit 2 ;;
+esac
+
+# The modules of $modules that VENV's python cannot import.
+missing() {
+  [ -x "$venv/bin/python" ] || { echo "${modules[@]}"; return; }
+  local m
+  for m in "${modules[@]}"; do "$venv/bin/python" -c "import $m" 2>/dev/null || echo "$m"; done
+}
+versions() {
+  "$venv/bin/python" -c 'import importlib.metadata as md, sys
+print(", ".join(f"{m} {md.version(m)}" for m in sys.argv[1:]))' "${modules[@]}"
+}
+
+need=$(missing | tr '\n' ' ')
+if [ -z "${need// /}" ]; then
+  echo "make-bench-venv: $venv has $(versions)"
   exit 0
 fi
 
@@ -34,27 +59,34 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 pip=("$venv/bin/python" -m pip)
 
+specs=()
+case " $need " in *" numpy "*) specs+=(numpy) ;; esac
+case " $need " in *" onnx "*) specs+=("$onnx_spec") ;; esac
+case " $need " in *" onnxruntime "*) specs+=("$ort_spec") ;; esac
+
 # The newest CPU-only torch wheel for this python in a find-links folder (PIP_FIND_LINKS or pip's
 # config), if any.
-torch_spec="${TORCH_SPEC:-}"
-if [ -z "$torch_spec" ]; then
-  tag=$("$venv/bin/python" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
-  links=$("$venv/bin/python" -m pip config list 2>/dev/null |
-          sed -n "s/^.*find-links='\(.*\)'$/\1/p" | tr ' ' '\n')
-  for dir in ${PIP_FIND_LINKS:-} $links; do
-    [ -d "$dir" ] || continue
-    wheel=$(find "$dir" -maxdepth 1 -name "torch-*+cpu-$tag-*.whl" | sort -V | tail -n 1)
-    [ -n "$wheel" ] && { torch_spec="$wheel"; break; }
-  done
-fi
-if [ -z "$torch_spec" ]; then
-  torch_spec="torch"
-  echo "make-bench-venv: no CPU-only torch wheel in pip's find-links; installing torch from the"
-  echo "make-bench-venv: package index (on x86-64 Linux the CUDA build, about 3 GB to download: a few minutes)"
+if [[ " $need " == *" torch "* ]]; then
+  torch_spec="${TORCH_SPEC:-}"
+  if [ -z "$torch_spec" ]; then
+    tag=$("$venv/bin/python" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+    links=$("$venv/bin/python" -m pip config list 2>/dev/null |
+            sed -n "s/^.*find-links='\(.*\)'$/\1/p" | tr ' ' '\n')
+    for dir in ${PIP_FIND_LINKS:-} $links; do
+      [ -d "$dir" ] || continue
+      wheel=$(find "$dir" -maxdepth 1 -name "torch-*+cpu-$tag-*.whl" | sort -V | tail -n 1)
+      [ -n "$wheel" ] && { torch_spec="$wheel"; break; }
+    done
+  fi
+  if [ -z "$torch_spec" ]; then
+    torch_spec="torch"
+    echo "make-bench-venv: no CPU-only torch wheel in pip's find-links; installing torch from the"
+    echo "make-bench-venv: package index (on x86-64 Linux the CUDA build, about 3 GB to download: a few minutes)"
+  fi
+  specs+=("$torch_spec")
 fi
 
-echo "make-bench-venv: installing $torch_spec and numpy into $venv"
-"${pip[@]}" install "$torch_spec" numpy
+echo "make-bench-venv: installing ${specs[*]} into $venv"
+"${pip[@]}" install "${specs[@]}"
 
-version=$("$venv/bin/python" -c 'import numpy, torch; print(torch.__version__)')
-echo "make-bench-venv: done: $venv has torch $version"
+echo "make-bench-venv: done: $venv has $(versions)"

@@ -29,6 +29,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/reference/interpreter.h"
@@ -310,7 +311,7 @@ std::vector<Variant> globalAvgPoolRecipe(OpKind, DType) {
 std::vector<Variant> batchNormRecipe(OpKind, DType) {
   std::vector<Variant> vs;
   for (const Shape &s : {Shape{2, 3, 4, 5}, Shape{4, 3}, Shape{2, 3, 1, 1}, Shape{1, 1},
-                         Shape{0, 3, 2, 2}, Shape{2, 3, 0}, Shape{2, 5, 200}})
+                         Shape{0, 3, 2, 2}, Shape{2, 3, 0}, Shape{2, 5, 2000}, Shape{3, 1100}})
     for (double eps : {1e-5, 0.5}) {
       const Shape c{s[1]};
       vs.push_back(variant({{s}, {c}, {c}, {c}, {c, Values::Positive}}, {{"eps", eps}}));
@@ -324,7 +325,7 @@ std::vector<Variant> layerNormRecipe(OpKind, DType) {
                                                                           {{2, 3, 4}, 1},
                                                                           {{2, 3, 4}, 0},
                                                                           {{2, 3, 4}, -2},
-                                                                          {{3, 250}, -1},
+                                                                          {{3, 2500}, -1},
                                                                           {{0, 4}, 1},
                                                                           {{4, 1}, -1},
                                                                           {{1}, 0},
@@ -340,19 +341,20 @@ std::vector<Variant> layerNormRecipe(OpKind, DType) {
   return vs;
 }
 
-std::vector<Variant> reduceRecipe(OpKind op, DType t) {
+std::vector<Variant> reduceRecipe(OpKind op, DType) {
   std::vector<Variant> vs;
-  // Every axes combination of a 3-D tensor, named both ways, keepdims both ways.
+  // Every axes combination of a 3-D tensor, named both ways, keepdims both ways, on shapes with
+  // size-1 dims and longer rows.
   const std::vector<std::vector<int64_t>> axesSets{
       {}, {0}, {1}, {2}, {-1}, {0, 2}, {0, 1}, {1, 2}, {2, 0}, {-3, -1}, {-2}, {0, 1, 2}};
-  for (const auto &axes : axesSets)
-    for (bool keepdims : {false, true})
-      vs.push_back(variant({{{2, 3, 4}}}, {ints("axes", axes), flag("keepdims", keepdims)}));
-  for (const auto &axes : std::vector<std::vector<int64_t>>{{}, {1}, {0, 2}})
-    vs.push_back(variant({{{1, 40, 30}}}, {ints("axes", axes)}));
-  vs.push_back(variant({{{3, 1, 5}}}, {ints("axes", {1})}));
-  vs.push_back(variant({{{}}}, {}));
-  vs.push_back(variant({{{3, 4, 1, 5}}}, {ints("axes", {1, 3})}));
+  for (const Shape &s : {Shape{2, 3, 4}, Shape{3, 1, 5}, Shape{1, 40, 30}})
+    for (const auto &axes : axesSets)
+      for (bool keepdims : {false, true})
+        vs.push_back(variant({{s}}, {ints("axes", axes), flag("keepdims", keepdims)}));
+  // Scalars; reduced and kept dims alternating, size-1 dims between them.
+  for (bool keepdims : {false, true}) vs.push_back(variant({{{}}}, {flag("keepdims", keepdims)}));
+  for (const auto &axes : std::vector<std::vector<int64_t>>{{0, 2}, {1, 3}, {0, 3}, {1, 2}})
+    vs.push_back(variant({{{3, 4, 1, 5}}}, {ints("axes", axes)}));
   // Empty results; sum over nothing is 0 (max over an empty set is an error shape inference
   // reports, so max keeps its reduced dims non-empty).
   vs.push_back(variant({{{0, 3}}}, {ints("axes", {1})}));
@@ -360,7 +362,6 @@ std::vector<Variant> reduceRecipe(OpKind op, DType t) {
   // Integers over their whole range: sums wrap at 64 bits; NaN wins a float max and sum.
   Variant edge = variant({{{3, 5}, Values::Edge}}, {ints("axes", {1})}, "edge values");
   vs.push_back(edge);
-  (void)t;
   return vs;
 }
 
@@ -421,7 +422,7 @@ std::vector<Variant> concatRecipe(OpKind, DType) {
   std::vector<Variant> vs;
   const int64_t sizes[] = {2, 0, 3, 1};  // along the axis, per operand
   for (int64_t axis : {0, 1, 2, -1, -3})
-    for (size_t count : {1, 2, 4}) {
+    for (size_t count : {1, 2, 3, 4}) {
       std::vector<Operand> operands;
       for (size_t i = 0; i < count; ++i) {
         Shape s{2, 3, 4};
@@ -701,7 +702,12 @@ TensorData valuesOf(DType t, const Shape &shape, Values v, uint64_t seed, int64_
           d.setInt(i, lo + static_cast<int64_t>(rng.next() % static_cast<uint64_t>(hi - lo + 1)));
         }
         break;
-      case Values::Index: d.setInt(i, rng.range(-indexRange, indexRange - 1)); break;
+      case Values::Index: {
+        // The bounds first (0, the last, -1, the first counted from the end), then at random.
+        const int64_t bounds[] = {0, indexRange - 1, -1, -indexRange};
+        d.setInt(i, i < 4 ? bounds[i] : rng.range(-indexRange, indexRange - 1));
+        break;
+      }
     }
   }
   return d;

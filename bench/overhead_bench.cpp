@@ -38,6 +38,7 @@
 
 #include "frontend/builder.h"
 #include "runtime/executable.h"
+#include "passes/lower.h"
 #include "runtime/session.h"
 #include "runtime/tensor.h"
 

@@ -36,6 +36,17 @@ Expected<KernelPlan> CpuTarget::lower(const StepSpec &step) const {
   if (!cpu::hasKernel(op.kind, compute))
     return contract(step, "no kernel computes it in " + std::string(dtypeName(compute)) +
                               " (placement should have moved or rejected this node)");
+  // Data operands of the promoting ops arrive in the dtype the op computes in: the dtype pass
+  // inserted the casts (sum of integers widens to i64 by itself, and cast converts).
+  const bool promotes = op.dtypeRule == DTypeRule::Promote ||
+                        op.dtypeRule == DTypeRule::PromoteFloat ||
+                        op.dtypeRule == DTypeRule::Compare;
+  if (promotes)
+    for (size_t i = 0; i < step.operands.size(); ++i)
+      if (op.operand(i).role == OperandRole::Data && step.operands[i].dtype != compute)
+        return contract(step, "operand " + std::to_string(i) + " is " + step.operands[i].str() +
+                                  ", expected " + std::string(dtypeName(compute)) +
+                                  " (a cast is missing)");
   // The kernels assume the types compile() gives; anything else is a bug upstream.
   const InferResult inferred = inferType(op, step.operands, step.attrs);
   if (const auto *e = std::get_if<InferError>(&inferred)) return contract(step, e->message);

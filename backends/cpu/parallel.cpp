@@ -35,7 +35,7 @@ Eigen::ThreadPool &pool() {
 
 int poolThreads() { return pool().NumThreads() + 1; }
 
-void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)> &body) {
+void parallelFor(int64_t n, int64_t grain, RangeFn body) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   Eigen::ThreadPool &p = pool();
@@ -47,10 +47,17 @@ void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
   const int64_t chunk = (n + maxChunks - 1) / maxChunks;
   const int64_t chunks = (n + chunk - 1) / chunk;
   Eigen::Barrier done(static_cast<unsigned>(chunks - 1));
+  // Each task captures one pointer and its chunk index: small enough for std::function's inline
+  // storage, so scheduling allocates nothing.
+  struct Shared {
+    RangeFn body;
+    int64_t n, chunk;
+    Eigen::Barrier *done;
+  } shared{body, n, chunk, &done};
   for (int64_t c = 1; c < chunks; ++c) {
-    p.Schedule([&, c] {
-      body(c * chunk, std::min(n, (c + 1) * chunk));
-      done.Notify();
+    p.Schedule([s = &shared, c] {
+      s->body(c * s->chunk, std::min(s->n, (c + 1) * s->chunk));
+      s->done->Notify();
     });
   }
   body(0, std::min(n, chunk));

@@ -8,16 +8,32 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <type_traits>
+#include <utility>
 
 namespace ferry::cpu {
 
 /// Threads in the pool (at least 1).
 int poolThreads();
 
+/// A non-owning reference to a callable `void(int64_t, int64_t)`: unlike std::function it never
+/// allocates, so a kernel that splits its loop over the pool allocates nothing.
+class RangeFn {
+ public:
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, RangeFn>>>
+  RangeFn(F &&f)  // NOLINT: implicit, as std::function is
+      : object_(const_cast<void *>(static_cast<const void *>(&f))),
+        call_([](void *o, int64_t b, int64_t e) { (*static_cast<std::remove_reference_t<F> *>(o))(b, e); }) {}
+  void operator()(int64_t begin, int64_t end) const { call_(object_, begin, end); }
+
+ private:
+  void *object_;
+  void (*call_)(void *, int64_t, int64_t);
+};
+
 /// Calls body(begin, end) over disjoint ranges covering [0, n), each at least `grain` long
 /// (except the last), on the pool and the calling thread; returns when all are done. Small n
-/// (n < 2 * grain) runs inline.
-void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)> &body);
+/// (n < 2 * grain) runs inline. Allocates nothing.
+void parallelFor(int64_t n, int64_t grain, RangeFn body);
 
 }  // namespace ferry::cpu

@@ -1,5 +1,5 @@
 // backends/cpu/copy.cpp — ops that move bytes unchanged on one device: the reshape family,
-// identity and constant (a transfer between devices is Backend::copy, not a kernel). Large copies are split over the
+// identity and constant (a transfer between devices is the runtime's DeviceRuntime::copy, not a kernel). Large copies are split over the
 // thread pool: one core rarely saturates memory bandwidth.
 #include <cstring>
 

@@ -54,7 +54,7 @@ Family familyOf(OpKind k) {
     case OpKind::Squeeze:
     case OpKind::Flatten:
     case OpKind::Identity: return Family::Copy;
-    // Never run as a kernel (CpuBackend::run refuses it: Backend::copy moves the bytes); in the
+    // Never run as a kernel (CpuTarget::lower refuses it: DeviceRuntime::copy moves the bytes); in the
     // table so that the capability table says every dtype can be transferred.
     case OpKind::Transfer: return Family::Copy;
     case OpKind::Constant: return Family::Constant;

@@ -33,7 +33,7 @@ struct KernelCall {
   std::byte *scratch = nullptr;
 };
 
-/// Whether runKernel has a kernel for `op` computing in `dtype`.
+/// Whether the CPU has a kernel for `op` computing in `dtype`.
 bool hasKernel(OpKind op, DType dtype);
 /// The kernel's cost factor (backends/target.h, KernelCapability), from ferry-bench-cpu-kernels.
 double kernelCostFactor(OpKind op, DType dtype);

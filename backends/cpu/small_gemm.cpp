@@ -1,8 +1,9 @@
 // backends/cpu/small_gemm.cpp — matmul and linear on small f32/f64 matrices as plain loops.
 //
 // Below a few thousand multiply-adds a BLAS call costs more than its arithmetic (argument
-// checks, packing, the pool's split): a 4x4 f32 matmul took about 150 ns through sgemm, a
-// fraction of that here. The loops are the textbook ones the compiler vectorises over the
+// checks, packing, the pool's split): on a chain of 4x4 f32 matmuls a whole step, dispatch
+// included, took about 200 ns through sgemm and about 90 ns here (bench/README.md,
+// "ferry-bench-overhead"). The loops are the textbook ones the compiler vectorises over the
 // result's row (matmul) or the shared dimension (linear); everything about the shapes is decided
 // when the step is prepared. Sums are accumulated in the element type, as sgemm/dgemm do.
 #include <algorithm>
@@ -14,8 +15,8 @@ namespace ferry::cpu {
 
 namespace {
 
-// Multiply-adds (m·n·k) up to which the loops beat a BLAS call on the machines we measured
-// (bench/README.md, "Small GEMMs").
+// Multiply-adds (m·n·k) up to which the loops are used: 16·16·32. Chosen, not yet measured
+// against sgemm at each size (the crossover is the next benchmark to add).
 constexpr int64_t kSmallWork = 8192;
 
 struct Geometry {

@@ -50,6 +50,7 @@ class Node {
     Expected<std::unique_ptr<PreparedKernel>> kernel = backend_.prepare(*plan, step);
     FERRY_CHECK(kernel.ok()) << kernel.status().message();
     kernel_ = std::move(*kernel);
+    operands_.assign(buffers_.begin(), buffers_.end() - 1);
     scratch_ = *backend_.allocate(Device::cpu(), plan->scratchBytes);
   }
   Node(const Node &) = delete;
@@ -60,8 +61,7 @@ class Node {
   }
 
   void run() {
-    const std::vector<const std::byte *> operands(buffers_.begin(), buffers_.end() - 1);
-    Status s = backend_.launch(*kernel_, KernelArgs{operands, buffers_.back(), scratch_},
+    Status s = backend_.launch(*kernel_, KernelArgs{operands_, buffers_.back(), scratch_},
                                Stream{nullptr, Device::cpu()});
     FERRY_CHECK(s.ok()) << s.message();
   }
@@ -73,6 +73,7 @@ class Node {
   Attrs attrs_;
   std::vector<TensorType> types_;  // operands, then the result
   std::vector<std::byte *> buffers_;  // operands, then the result
+  std::vector<const std::byte *> operands_;
   std::byte *scratch_ = nullptr;
   std::unique_ptr<PreparedKernel> kernel_;
   Location loc_{"bench.fy", 1, 1};

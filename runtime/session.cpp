@@ -50,12 +50,18 @@ struct Session::State {
   std::vector<std::pair<DeviceKind, std::unique_ptr<DeviceRuntime>>> runtimes;
   std::vector<DeviceRuntime *> runtimeOfSlot;
   std::vector<std::unique_ptr<PreparedKernel>> kernels;  // per step; null for transfers
-  std::vector<DeviceRuntime *> runtimeOfStep;            // the result's runtime
   std::vector<std::byte *> weights;                      // per weight, on its slot's device
   std::vector<Device> weightDevices;                     // that device, for the release
   std::vector<int32_t> workspaceOfSlot;                  // index into exe.workspaces, -1 for weights
-  std::vector<int32_t> workspaceOfStep;                  // the result's workspace
   std::vector<size_t> argStart;  // per step: its operands' first entry in a workspace's table
+
+  // A step runs on its result's device: that device's runtime and workspace.
+  DeviceRuntime &runtimeOf(const Step &step) const {
+    return *runtimeOfSlot[static_cast<size_t>(step.result)];
+  }
+  size_t workspaceOf(const Step &step) const {
+    return static_cast<size_t>(workspaceOfSlot[static_cast<size_t>(step.result)]);
+  }
   size_t weightBytes = 0, workspaceBytes = 0;
 
   // One run's memory: a block and a stream per entry of exe.workspaces, and every step's
@@ -159,10 +165,10 @@ Status Session::State::makeTables(Workspace &ws) const {
     ws.results[i] = address(ws, step.result);
     ws.scratch[i] = step.plan.scratchBytes == 0
                         ? nullptr
-                        : ws.base[static_cast<size_t>(workspaceOfStep[i])] + step.scratchOffset;
+                        : ws.base[workspaceOf(step)] + step.scratchOffset;
     if (!options.checkPlan || step.op == OpKind::Transfer) continue;
     const Slot &result = exe.slots[static_cast<size_t>(step.result)];
-    DeviceRuntime &rt = *runtimeOfStep[i];
+    DeviceRuntime &rt = runtimeOf(step);
     auto notOwned = [&](const std::string &what) {
       return makeError("internal",
                        "step " + std::to_string(i) + " ('" + std::string(opInfo(step.op).name) +
@@ -274,8 +280,6 @@ Expected<Session> Session::create(Executable exe, Options options) {
     const Slot &result = exe.slots[static_cast<size_t>(step.result)];
     st->argStart.push_back(args);
     args += step.operands.size();
-    st->runtimeOfStep.push_back(st->runtimeOfSlot[static_cast<size_t>(step.result)]);
-    st->workspaceOfStep.push_back(st->workspaceOfSlot[static_cast<size_t>(step.result)]);
     if (step.op == OpKind::Transfer) {
       st->kernels.emplace_back();
       continue;
@@ -289,7 +293,7 @@ Expected<Session> Session::create(Executable exe, Options options) {
                        step.loc);
     types.clear();
     for (int32_t o : step.operands) types.push_back(exe.slots[static_cast<size_t>(o)].type);
-    Expected<std::unique_ptr<PreparedKernel>> kernel = st->runtimeOfStep.back()->prepare(
+    Expected<std::unique_ptr<PreparedKernel>> kernel = st->runtimeOf(step).prepare(
         step.plan,
         StepSpec{opInfo(step.op), step.attrs, types, result.type, result.device, step.loc});
     if (!kernel) return kernel.status();
@@ -430,16 +434,15 @@ Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,
       copiedBytes +=
           static_cast<int64_t>(exe.slots[static_cast<size_t>(step.result)].type.byteSize());
     } else {
-      const size_t w = static_cast<size_t>(st.workspaceOfStep[i]);
-      FERRY_TRY(st.runtimeOfStep[i]->launch(
+      FERRY_TRY(st.runtimeOf(step).launch(
           *st.kernels[i],
           KernelArgs{{ws.operands.data() + st.argStart[i], step.operands.size()},
                      ws.results[i],
                      ws.scratch[i]},
-          ws.streams[w]));
+          ws.streams[st.workspaceOf(step)]));
     }
     if (runOptions.profile) {
-      FERRY_TRY(st.runtimeOfStep[i]->synchronize(ws.streams[static_cast<size_t>(st.workspaceOfStep[i])]));
+      FERRY_TRY(st.runtimeOf(step).synchronize(ws.streams[st.workspaceOf(step)]));
       stats.stepSeconds[i] = secondsSince(t);
     }
   }

@@ -31,8 +31,7 @@ Expected<KernelPlan> CpuTarget::lower(const StepSpec &step) const {
   if (n < op.minOperands || (op.maxOperands >= 0 && n > op.maxOperands))
     return contract(step, std::to_string(n) + " operands");
   if (step.attrs.size() != op.attrs.size()) return contract(step, "attributes not complete");
-  const DType compute = op.dtypeRule == DTypeRule::Compare && n > 0 ? step.operands[0].dtype
-                                                                    : step.result.dtype;
+  const DType compute = cpu::computeDTypeOf(step);
   if (!cpu::hasKernel(op.kind, compute))
     return contract(step, "no kernel computes it in " + std::string(dtypeName(compute)) +
                               " (placement should have moved or rejected this node)");

@@ -209,9 +209,7 @@ Expected<std::unique_ptr<Kernel>> prepareKernel(const KernelPlan &plan, const St
                      step.loc);
   };
   if (!plan.payload.empty()) return mismatch("carries a payload; CPU kernels take none");
-  const DType compute = step.op.dtypeRule == DTypeRule::Compare && !step.operands.empty()
-                            ? step.operands[0].dtype
-                            : step.result.dtype;
+  const DType compute = computeDTypeOf(step);
   if (!hasKernel(step.op.kind, compute))
     return makeError("internal",
                      "the CPU backend has no kernel for '" + std::string(step.op.name) + "' in " +

@@ -33,6 +33,11 @@ struct KernelCall {
   std::byte *scratch = nullptr;
 };
 
+/// The dtype `step` computes in: its result's, or for a comparison its operands'.
+inline DType computeDTypeOf(const StepSpec &step) {
+  return step.op.dtypeRule == DTypeRule::Compare && !step.operands.empty() ? step.operands[0].dtype
+                                                                           : step.result.dtype;
+}
 /// Whether the CPU has a kernel for `op` computing in `dtype`.
 bool hasKernel(OpKind op, DType dtype);
 /// The kernel's cost factor (backends/target.h, KernelCapability), from ferry-bench-cpu-kernels.

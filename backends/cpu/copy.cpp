@@ -48,4 +48,7 @@ Status constant(const KernelCall &call) {
   return Status();
 }
 
+Expected<std::unique_ptr<Kernel>> prepareCopy(const StepSpec &step) { return stepKernel(step, copyBytes); }
+Expected<std::unique_ptr<Kernel>> prepareConstant(const StepSpec &step) { return stepKernel(step, constant); }
+
 }  // namespace ferry::cpu

@@ -1,8 +1,5 @@
 // backends/cpu/dispatch.cpp — which kernel family runs an op, and which (op, dtype) pairs have
 // one: the one place where the CPU binds kernels to ops.
-#include <array>
-#include <vector>
-
 #include "backends/cpu/kernels.h"
 
 namespace ferry::cpu {
@@ -125,21 +122,36 @@ double kernelCostFactor(OpKind op, DType dtype) {
   }
 }
 
-FamilyKernel familyKernel(OpKind op) {
+namespace {
+
+FamilyPrepare familyPrepare(OpKind op) {
   switch (familyOf(op)) {
-    case Family::Unary: return unary;
-    case Family::Binary: return binary;
-    case Family::Where: return where;
-    case Family::Cast: return cast;
-    case Family::Copy: return copyBytes;
-    case Family::Constant: return constant;
-    case Family::Linalg: return linalg;
-    case Family::Pool: return pool;
-    case Family::Normalize: return normalize;
-    case Family::Movement: return movement;
+    case Family::Unary: return prepareUnary;
+    case Family::Binary: return prepareBinary;
+    case Family::Where: return prepareWhere;
+    case Family::Cast: return prepareCast;
+    case Family::Copy: return prepareCopy;
+    case Family::Constant: return prepareConstant;
+    case Family::Linalg: return prepareLinalg;
+    case Family::Pool: return preparePool;
+    case Family::Normalize: return prepareNormalize;
+    case Family::Movement: return prepareMovement;
   }
   return nullptr;
 }
+
+// The scratch bytes `step`'s family kernel takes.
+uint64_t scratchBytes(const StepSpec &step) {
+  switch (familyOf(step.op.kind)) {
+    case Family::Linalg: return linalgScratchBytes(step);
+    case Family::Pool: return poolScratchBytes(step);
+    case Family::Normalize: return normalizeScratchBytes(step);
+    case Family::Movement: return movementScratchBytes(step);
+    default: return 0;
+  }
+}
+
+}  // namespace
 
 Status contractError(const KernelCall &call, const std::string &what) {
   return makeError("internal",
@@ -148,9 +160,12 @@ Status contractError(const KernelCall &call, const std::string &what) {
                    call.loc);
 }
 
-}  // namespace ferry::cpu
-
-namespace ferry::cpu {
+Status contractError(const StepSpec &step, const std::string &what) {
+  return makeError("internal",
+                   "CPU kernel of '" + std::string(step.op.name) +
+                       "' called outside its contract: " + what,
+                   step.loc);
+}
 
 namespace {
 
@@ -158,47 +173,11 @@ constexpr std::string_view kSmallGemm = "cpu.gemm.small";
 
 std::string familyKernelName(const OpInfo &op) { return "cpu." + std::string(op.name); }
 
-// Runs a family kernel: the step's types, attributes and location held once, views of the
-// launch's pointers made on the stack.
-class FamilyKernelStep final : public Kernel {
- public:
-  FamilyKernelStep(const StepSpec &step, FamilyKernel fn)
-      : op_(step.op),
-        attrs_(step.attrs),
-        operands_(step.operands.begin(), step.operands.end()),
-        result_(step.result),
-        device_(step.device),
-        loc_(step.loc),
-        fn_(fn) {}
-
-  Status run(const KernelArgs &args) const override {
-    constexpr size_t kInline = 16;
-    const size_t n = operands_.size();
-    std::array<TensorView, kInline> inline_;
-    std::vector<TensorView> many;  // a concat of more than kInline operands
-    if (n > kInline) many.resize(n);
-    TensorView *views = n > kInline ? many.data() : inline_.data();
-    for (size_t i = 0; i < n; ++i)
-      views[i] = {const_cast<std::byte *>(args.operands[i]), &operands_[i], device_};
-    return fn_(KernelCall{op_, attrs_, std::span<const TensorView>(views, n),
-                          {args.result, &result_, device_}, loc_, args.scratch});
-  }
-
- private:
-  const OpInfo &op_;
-  Attrs attrs_;
-  std::vector<TensorType> operands_;
-  TensorType result_;
-  Device device_;
-  Location loc_;
-  FamilyKernel fn_;
-};
-
 }  // namespace
 
 KernelPlan planKernel(const StepSpec &step) {
   if (smallGemmApplies(step)) return {std::string(kSmallGemm), 0, {}};
-  return {familyKernelName(step.op), linalgScratchBytes(step), {}};
+  return {familyKernelName(step.op), scratchBytes(step), {}};
 }
 
 Expected<std::unique_ptr<Kernel>> prepareKernel(const KernelPlan &plan, const StepSpec &step) {
@@ -222,10 +201,10 @@ Expected<std::unique_ptr<Kernel>> prepareKernel(const KernelPlan &plan, const St
   }
   if (plan.kernel != familyKernelName(step.op))
     return mismatch("is not a kernel of this build's CPU target for this op");
-  if (plan.scratchBytes < linalgScratchBytes(step))
+  if (const uint64_t need = scratchBytes(step); plan.scratchBytes < need)
     return mismatch("plans " + std::to_string(plan.scratchBytes) + " scratch bytes, the kernel needs " +
-                    std::to_string(linalgScratchBytes(step)));
-  return std::unique_ptr<Kernel>(std::make_unique<FamilyKernelStep>(step, familyKernel(step.op.kind)));
+                    std::to_string(need));
+  return familyPrepare(step.op.kind)(step);
 }
 
 }  // namespace ferry::cpu

@@ -428,4 +428,9 @@ Status cast(const KernelCall &call) {
   return Status();
 }
 
+Expected<std::unique_ptr<Kernel>> prepareUnary(const StepSpec &step) { return stepKernel(step, unary); }
+Expected<std::unique_ptr<Kernel>> prepareBinary(const StepSpec &step) { return stepKernel(step, binary); }
+Expected<std::unique_ptr<Kernel>> prepareWhere(const StepSpec &step) { return stepKernel(step, where); }
+Expected<std::unique_ptr<Kernel>> prepareCast(const StepSpec &step) { return stepKernel(step, cast); }
+
 }  // namespace ferry::cpu

@@ -7,7 +7,10 @@
 // not undefined behaviour.
 #pragma once
 
+#include <array>
+#include <memory>
 #include <span>
+#include <vector>
 
 #include "backends/device.h"
 
@@ -22,8 +25,11 @@ struct TensorView {
   size_t bytes() const { return type->byteSize(); }
 };
 
-/// One launch of a family kernel: the step's op and attributes, operands and the result to
-/// write, all on the step's device, and its planned scratch (KernelPlan::scratchBytes bytes).
+/// One launch of a prepared family kernel: operands and result as views (their types are the
+/// step's, held by the kernel), the step's op and location for errors found in the data (a
+/// gather index out of range), and its planned scratch (KernelPlan::scratchBytes bytes).
+/// Everything else about the step (attributes, geometry, the loop for the op and dtype) was
+/// decided when the kernel was prepared.
 struct KernelCall {
   const OpInfo &op;
   const Attrs &attrs;
@@ -55,9 +61,55 @@ KernelPlan planKernel(const StepSpec &step);
 /// does not know or a plan that does not fit the step.
 Expected<std::unique_ptr<Kernel>> prepareKernel(const KernelPlan &plan, const StepSpec &step);
 
-/// The family kernel that runs `op`.
-using FamilyKernel = Status (*)(const KernelCall &call);
-FamilyKernel familyKernel(OpKind op);
+/// A prepared kernel made of one step's types and the function of a launch that computes it:
+/// `compute(call)`, with whatever the family decided at prepare time captured in it. Launching
+/// builds the call's views on the stack (past 16 operands, in a per-thread buffer grown once).
+template <class F> class StepKernel final : public Kernel {
+ public:
+  StepKernel(const StepSpec &step, F compute)
+      : op_(step.op),
+        attrs_(step.attrs),
+        operands_(step.operands.begin(), step.operands.end()),
+        result_(step.result),
+        device_(step.device),
+        loc_(step.loc),
+        compute_(std::move(compute)) {}
+
+  Status run(const KernelArgs &args) const override {
+    constexpr size_t kInline = 16;
+    const size_t n = operands_.size();
+    std::array<TensorView, kInline> inline_;
+    TensorView *views = inline_.data();
+    if (n > kInline) {
+      thread_local std::vector<TensorView> many;
+      if (many.size() < n) many.resize(n);
+      views = many.data();
+    }
+    for (size_t i = 0; i < n; ++i)
+      views[i] = {const_cast<std::byte *>(args.operands[i]), &operands_[i], device_};
+    return compute_(KernelCall{op_, attrs_, std::span<const TensorView>(views, n),
+                               {args.result, &result_, device_}, loc_, args.scratch});
+  }
+
+ private:
+  const OpInfo &op_;
+  Attrs attrs_;
+  std::vector<TensorType> operands_;
+  TensorType result_;
+  Device device_;
+  Location loc_;
+  F compute_;
+};
+
+/// `step`'s kernel computed by `compute` (StepKernel).
+template <class F> Expected<std::unique_ptr<Kernel>> stepKernel(const StepSpec &step, F compute) {
+  return std::unique_ptr<Kernel>(std::make_unique<StepKernel<F>>(step, std::move(compute)));
+}
+
+/// A family's kernel prepared for `step`: the family checks the step against its contract (an
+/// "internal" error outside it, an "attr" error for a bad attribute value), reads the
+/// attributes and picks its loop once; the kernel's launches only compute.
+using FamilyPrepare = Expected<std::unique_ptr<Kernel>> (*)(const StepSpec &step);
 
 // The small-GEMM path (small_gemm.cpp): matmul and linear in f32 or f64 on matrices small
 // enough that a BLAS call and the pool's split cost more than the arithmetic.
@@ -69,26 +121,29 @@ std::unique_ptr<Kernel> prepareSmallGemm(const StepSpec &step);
 uint64_t linalgScratchBytes(const StepSpec &step);
 
 // Families. Each family file says which dtypes it computes in (xxxSupports(op, dtype), with
-// `dtype` as hasKernel takes it) and runs the family's ops.
+// `dtype` as hasKernel takes it) and prepares the family's kernels.
 // elementwise.cpp, copy.cpp: every dtype the op accepts (float-producing ops: floating only).
-Status unary(const KernelCall &call);
-Status binary(const KernelCall &call);  // arithmetic and comparisons
-Status where(const KernelCall &call);
-Status cast(const KernelCall &call);
-Status copyBytes(const KernelCall &call);  // reshape-like ops, identity, transfer
-Status constant(const KernelCall &call);
+Expected<std::unique_ptr<Kernel>> prepareUnary(const StepSpec &step);
+Expected<std::unique_ptr<Kernel>> prepareBinary(const StepSpec &step);  // arithmetic, comparisons
+Expected<std::unique_ptr<Kernel>> prepareWhere(const StepSpec &step);
+Expected<std::unique_ptr<Kernel>> prepareCast(const StepSpec &step);
+Expected<std::unique_ptr<Kernel>> prepareCopy(const StepSpec &step);  // reshape-like ops, identity
+Expected<std::unique_ptr<Kernel>> prepareConstant(const StepSpec &step);
 // linalg.cpp: matmul, linear, conv2d.
 bool linalgSupports(OpKind op, DType dtype);
-Status linalg(const KernelCall &call);
+Expected<std::unique_ptr<Kernel>> prepareLinalg(const StepSpec &step);
 // pool.cpp: max_pool2d, avg_pool2d, global_avg_pool.
 bool poolSupports(OpKind op, DType dtype);
-Status pool(const KernelCall &call);
+uint64_t poolScratchBytes(const StepSpec &step);
+Expected<std::unique_ptr<Kernel>> preparePool(const StepSpec &step);
 // normalize.cpp: batch_norm, layer_norm, softmax, log_softmax, sum, mean, max.
 bool normalizeSupports(OpKind op, DType dtype);
-Status normalize(const KernelCall &call);
+uint64_t normalizeScratchBytes(const StepSpec &step);
+Expected<std::unique_ptr<Kernel>> prepareNormalize(const StepSpec &step);
 // movement.cpp: transpose, concat, slice, gather, expand.
 bool movementSupports(OpKind op, DType dtype);
-Status movement(const KernelCall &call);
+uint64_t movementScratchBytes(const StepSpec &step);
+Expected<std::unique_ptr<Kernel>> prepareMovement(const StepSpec &step);
 
 /// Planned scratch memory (KernelCall::scratch) handed out in 64-byte-aligned pieces, in the
 /// order the plan counted them (bytes<T>() per piece).
@@ -111,5 +166,7 @@ class ScratchArena {
 
 /// An "internal" error at the call's node: the call broke the contract above.
 Status contractError(const KernelCall &call, const std::string &what);
+/// An "internal" error at the step's node: the step is outside the family's contract.
+Status contractError(const StepSpec &step, const std::string &what);
 
 }  // namespace ferry::cpu

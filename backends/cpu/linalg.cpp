@@ -521,4 +521,6 @@ uint64_t linalgScratchBytes(const StepSpec &step) {
   });
 }
 
+Expected<std::unique_ptr<Kernel>> prepareLinalg(const StepSpec &step) { return stepKernel(step, linalg); }
+
 }  // namespace ferry::cpu

@@ -498,4 +498,8 @@ Status movement(const KernelCall &call) {
   }
 }
 
+uint64_t movementScratchBytes(const StepSpec &) { return 0; }
+
+Expected<std::unique_ptr<Kernel>> prepareMovement(const StepSpec &step) { return stepKernel(step, movement); }
+
 }  // namespace ferry::cpu

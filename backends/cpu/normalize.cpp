@@ -697,4 +697,8 @@ Status normalize(const KernelCall &call) {
   }
 }
 
+uint64_t normalizeScratchBytes(const StepSpec &) { return 0; }
+
+Expected<std::unique_ptr<Kernel>> prepareNormalize(const StepSpec &step) { return stepKernel(step, normalize); }
+
 }  // namespace ferry::cpu

@@ -242,4 +242,8 @@ Status pool(const KernelCall &call) {
   return Status();
 }
 
+uint64_t poolScratchBytes(const StepSpec &) { return 0; }
+
+Expected<std::unique_ptr<Kernel>> preparePool(const StepSpec &step) { return stepKernel(step, pool); }
+
 }  // namespace ferry::cpu

@@ -1,0 +1,22 @@
+// tests/alloc/alloc_count.h — heap allocations made by launches of prepared CPU kernels. Every
+// heap allocation of the alloc_tests binary is counted (a replaced global operator new, in
+// alloc_count_util.cpp); each step of a compiled model is launched once to warm up (the thread
+// pool starts on first use), then again while counting.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "passes/compile.h"
+
+namespace ferry::alloctest {
+
+/// Heap allocations per op of `model` (a path under the source tree) compiled with `options`,
+/// counted over a second launch of every step (transfers aside: they are the runtime's copies,
+/// not kernels).
+std::map<std::string, long> allocationsPerOp(const std::string &model, CompileOptions options);
+
+/// "op=n op=n ..." for failure messages.
+std::string str(const std::map<std::string, long> &perOp);
+
+}  // namespace ferry::alloctest

@@ -1,0 +1,92 @@
+// tests/alloc/alloc_count_util.cpp — counts every heap allocation of the alloc_tests binary (a
+// replaced global operator new) and launches compiled models' steps under the count.
+#include "alloc/alloc_count.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "backends/cpu/cpu_device.h"
+#include "ir/parser.h"
+#include "passes/lower.h"
+
+namespace {
+std::atomic<long> allocations{0};
+}  // namespace
+
+void *operator new(size_t n) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void *p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete(void *p, size_t) noexcept { std::free(p); }
+void *operator new(size_t n, std::align_val_t a) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  const size_t align = static_cast<size_t>(a);
+  if (void *p = std::aligned_alloc(align, (n + align - 1) / align * align)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void *p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void *p, size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace ferry::alloctest {
+
+std::map<std::string, long> allocationsPerOp(const std::string &model, CompileOptions options) {
+  Expected<Graph> g = parseFile(std::string(FERRY_SOURCE_DIR) + "/" + model);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  if (!g) return {};
+  Expected<Executable> exe = build(std::move(*g), options);
+  EXPECT_TRUE(exe.ok()) << exe.status().message();
+  if (!exe) return {};
+  CpuDevice cpu(CpuDevice::Options{.devices = static_cast<int>(options.devices.size()),
+                                   .checkOwnership = false});
+  std::vector<std::byte *> buffers;
+  for (const Slot &s : exe->slots) buffers.push_back(*cpu.allocate(s.device, s.type.byteSize()));
+  for (size_t w = 0; w < exe->slots.size(); ++w)
+    if (exe->slots[w].kind == SlotKind::Weight) {
+      const TensorData &d = exe->weights[static_cast<size_t>(exe->slots[w].weight)];
+      (void)cpu.upload(d.bytes().data(), exe->slots[w].device, buffers[w], d.byteSize(), Stream{});
+    }
+  std::map<std::string, long> perOp;
+  struct Ready {
+    std::unique_ptr<PreparedKernel> kernel;
+    std::vector<const std::byte *> operands;
+    std::byte *result, *scratch;
+    std::string op;
+  };
+  std::vector<Ready> steps;
+  for (const Step &st : exe->steps) {
+    if (st.op == OpKind::Transfer) continue;  // the runtime's copy, not a kernel
+    std::vector<TensorType> types;
+    for (int32_t o : st.operands) types.push_back(exe->slots[static_cast<size_t>(o)].type);
+    const Slot &r = exe->slots[static_cast<size_t>(st.result)];
+    Expected<std::unique_ptr<PreparedKernel>> k = cpu.prepare(
+        st.plan, StepSpec{opInfo(st.op), st.attrs, types, r.type, r.device, st.loc});
+    EXPECT_TRUE(k.ok()) << k.status().message();
+    if (!k) return {};
+    Ready ready{std::move(*k), {}, buffers[static_cast<size_t>(st.result)],
+                *cpu.allocate(r.device, st.plan.scratchBytes), std::string(opInfo(st.op).name)};
+    for (int32_t o : st.operands) ready.operands.push_back(buffers[static_cast<size_t>(o)]);
+    steps.push_back(std::move(ready));
+  }
+  for (int round = 0; round < 2; ++round)
+    for (Ready &s : steps) {
+      const long before = allocations.load();
+      Status ok = cpu.launch(*s.kernel, KernelArgs{s.operands, s.result, s.scratch}, Stream{});
+      const long after = allocations.load();
+      EXPECT_TRUE(ok.ok()) << ok.message();
+      if (round == 1) perOp[s.op] += after - before;
+    }
+  return perOp;
+}
+
+std::string str(const std::map<std::string, long> &perOp) {
+  std::string s;
+  for (const auto &[op, n] : perOp) s += op + "=" + std::to_string(n) + " ";
+  return s;
+}
+
+}  // namespace ferry::alloctest

@@ -1,6 +1,7 @@
 // backends/cpu/copy.cpp — ops that move bytes unchanged on one device: the reshape family,
-// identity and constant (a transfer between devices is the runtime's DeviceRuntime::copy, not a kernel). Large copies are split over the
-// thread pool: one core rarely saturates memory bandwidth.
+// identity and constant (a transfer between devices is the runtime's DeviceRuntime::copy, not a
+// kernel). Large copies are split over the thread pool: one core rarely saturates memory
+// bandwidth.
 #include <cstring>
 
 #include "backends/cpu/kernels.h"
@@ -29,26 +30,27 @@ void copyMemory(std::byte *to, const std::byte *from, size_t bytes) {
 
 }  // namespace
 
-Status copyBytes(const KernelCall &call) {
-  const TensorView &x = call.operands[0], &r = call.result;
-  if (x.type->dtype != r.type->dtype || x.bytes() != r.bytes())
-    return contractError(call, "operand " + x.type->str() + " and result " + r.type->str() +
+Expected<std::unique_ptr<Kernel>> prepareCopy(const StepSpec &step) {
+  const TensorType &x = step.operands[0], &r = step.result;
+  if (x.dtype != r.dtype || x.byteSize() != r.byteSize())
+    return contractError(step, "operand " + x.str() + " and result " + r.str() +
                                    " do not hold the same bytes");
-  copyMemory(r.data, x.data, r.bytes());
-  return Status();
+  return stepKernel(step, [bytes = r.byteSize()](const KernelCall &call) {
+    copyMemory(call.result.data, call.operands[0].data, bytes);
+    return Status();
+  });
 }
 
-Status constant(const KernelCall &call) {
-  const TensorData &value = attrTensor(call.op, call.attrs, "value");
-  const TensorView &r = call.result;
-  if (value.type() != *r.type)
-    return contractError(call, "its value is " + value.type().str() + " but the result is " +
-                                   r.type->str());
-  copyMemory(r.data, value.bytes().data(), r.bytes());
-  return Status();
+// The value is copied into the kernel once; each launch copies it into the result.
+Expected<std::unique_ptr<Kernel>> prepareConstant(const StepSpec &step) {
+  const TensorData &value = attrTensor(step.op, step.attrs, "value");
+  if (value.type() != step.result)
+    return contractError(step, "its value is " + value.type().str() + " but the result is " +
+                                   step.result.str());
+  return stepKernel(step, [value](const KernelCall &call) {
+    copyMemory(call.result.data, value.bytes().data(), value.byteSize());
+    return Status();
+  });
 }
-
-Expected<std::unique_ptr<Kernel>> prepareCopy(const StepSpec &step) { return stepKernel(step, copyBytes); }
-Expected<std::unique_ptr<Kernel>> prepareConstant(const StepSpec &step) { return stepKernel(step, constant); }
 
 }  // namespace ferry::cpu

@@ -89,56 +89,74 @@ template <class S, class C> S fromCompute(C v, bool isBool) {
   }
 }
 
-// Walks an operand of shape `in` broadcast to `out` in the output's row-major order, one run of
-// the innermost dimension at a time, from output element `start`.
+// The most dimensions an operand walk takes (artifact files hold no more either): the launch
+// keeps a cursor's index on the stack.
+constexpr size_t kMaxRank = 64;
+
+// How an operand of shape `in`, broadcast to the result's shape, is walked in the result's
+// row-major order: size-1 dims dropped, and adjacent dims that the operand walks as one (both
+// contiguous, or both broadcast) merged, so a dense operand is one long run and a broadcast bias
+// a few. Made when the step is prepared.
+struct Walk {
+  std::vector<int64_t> dims, strides;
+};
+
+Expected<Walk> walkOf(const StepSpec &step, std::span<const int64_t> in) {
+  const Shape &out = step.result.shape;
+  const size_t rank = std::max<size_t>(out.size(), 1);
+  std::vector<int64_t> dims(rank, 1), strides(rank, 0);
+  std::copy(out.begin(), out.end(), dims.end() - static_cast<ptrdiff_t>(out.size()));
+  int64_t stride = 1;
+  for (size_t k = 0; k < in.size() && k < rank; ++k) {  // from the innermost dimension outwards
+    const size_t d = rank - 1 - k;
+    const int64_t n = in[in.size() - 1 - k];
+    strides[d] = n == 1 ? 0 : stride;
+    stride *= n;
+  }
+  Walk w;
+  for (size_t d = 0; d < rank; ++d) {
+    if (dims[d] == 1) continue;
+    if (!w.dims.empty() && w.strides.back() == strides[d] * dims[d]) {
+      w.dims.back() *= dims[d];
+      w.strides.back() = strides[d];
+      continue;
+    }
+    w.dims.push_back(dims[d]);
+    w.strides.push_back(strides[d]);
+  }
+  if (w.dims.empty()) {
+    w.dims.push_back(1);
+    w.strides.push_back(0);
+  }
+  if (w.dims.size() > kMaxRank)
+    return contractError(step, "an operand walks " + std::to_string(w.dims.size()) +
+                                   " dimensions, at most " + std::to_string(kMaxRank));
+  return w;
+}
+
+// Walks an operand along its Walk from output element `start`, one run of the innermost
+// dimension at a time. Holds its index on the stack: a launch allocates nothing.
 class Cursor {
  public:
-  Cursor(std::span<const int64_t> out, std::span<const int64_t> in, int64_t start) {
-    const size_t rank = std::max<size_t>(out.size(), 1);
-    std::vector<int64_t> dims(rank, 1), strides(rank, 0);
-    std::copy(out.begin(), out.end(), dims.end() - static_cast<ptrdiff_t>(out.size()));
-    int64_t stride = 1;
-    for (size_t k = 0; k < in.size(); ++k) {  // from the innermost dimension outwards
-      const size_t d = rank - 1 - k;
-      const int64_t n = in[in.size() - 1 - k];
-      strides[d] = n == 1 ? 0 : stride;
-      stride *= n;
-    }
-    // Size-1 dims drop out and adjacent dims that the operand walks as one (both contiguous, or
-    // both broadcast) merge, so a dense operand is one long run and a broadcast bias a few.
-    for (size_t d = 0; d < rank; ++d) {
-      if (dims[d] == 1) continue;
-      if (!dims_.empty() && strides_.back() == strides[d] * dims[d]) {
-        dims_.back() *= dims[d];
-        strides_.back() = strides[d];
-        continue;
-      }
-      dims_.push_back(dims[d]);
-      strides_.push_back(strides[d]);
-    }
-    if (dims_.empty()) {
-      dims_.push_back(1);
-      strides_.push_back(0);
-    }
-    index_.assign(dims_.size(), 0);
+  Cursor(const Walk &w, int64_t start) : dims_(w.dims.data()), strides_(w.strides.data()), last_(w.dims.size() - 1) {
+    std::fill_n(index_.begin(), w.dims.size(), 0);
     // start > 0 only in a tensor with elements: no dim is 0.
-    for (size_t d = dims_.size(), rest = static_cast<size_t>(start); rest > 0 && d-- > 0;) {
+    for (size_t d = w.dims.size(), rest = static_cast<size_t>(start); rest > 0 && d-- > 0;) {
       index_[d] = static_cast<int64_t>(rest % static_cast<size_t>(dims_[d]));
       rest /= static_cast<size_t>(dims_[d]);
       offset_ += index_[d] * strides_[d];
     }
   }
   int64_t offset() const { return offset_; }
-  int64_t innerStride() const { return strides_.back(); }
-  int64_t rowLeft() const { return dims_.back() - index_.back(); }
+  int64_t innerStride() const { return strides_[last_]; }
+  int64_t rowLeft() const { return dims_[last_] - index_[last_]; }
   void advance(int64_t run) {
-    const size_t last = dims_.size() - 1;
-    index_[last] += run;
-    offset_ += run * strides_[last];
-    if (index_[last] < dims_[last]) return;
-    offset_ -= dims_[last] * strides_[last];
-    index_[last] = 0;
-    for (size_t d = last; d-- > 0;) {
+    index_[last_] += run;
+    offset_ += run * strides_[last_];
+    if (index_[last_] < dims_[last_]) return;
+    offset_ -= dims_[last_] * strides_[last_];
+    index_[last_] = 0;
+    for (size_t d = last_; d-- > 0;) {
       offset_ += strides_[d];
       if (++index_[d] < dims_[d]) return;
       offset_ -= dims_[d] * strides_[d];
@@ -147,11 +165,20 @@ class Cursor {
   }
 
  private:
-  std::vector<int64_t> dims_, strides_, index_;
+  const int64_t *dims_, *strides_;
+  size_t last_;
+  std::array<int64_t, kMaxRank> index_;
   int64_t offset_ = 0;
 };
 
 template <class S> constexpr bool kIsHalf = std::is_same_v<S, half> || std::is_same_v<S, bfloat16>;
+
+// The type an op whose data is stored as S computes in: float for f16, bf16 and f32, double for
+// f64, int64 for bool and the integers.
+template <class S>
+using ComputeOf = std::conditional_t<
+    std::is_same_v<S, double>, double,
+    std::conditional_t<kIsHalf<S> || std::is_same_v<S, float>, float, int64_t>>;
 
 // The next n elements of `v` (storage S) along `cursor`, converted to C.
 template <class S, class C> void gather(const TensorView &v, Cursor &cursor, C *out, int64_t n) {
@@ -173,103 +200,137 @@ template <class S, class C> void gather(const TensorView &v, Cursor &cursor, C *
   }
 }
 
-template <class C> void gatherAny(const TensorView &v, Cursor &cursor, C *out, int64_t n) {
-  withStorage(v.type->dtype, [&](auto s) { gather<decltype(s), C>(v, cursor, out, n); });
-}
-
-template <class C> void storeBlock(const C *in, const TensorView &r, int64_t at, int64_t n) {
-  const bool isBool = r.type->dtype == DType::Bool;
-  withStorage(r.type->dtype, [&](auto s) {
-    using S = decltype(s);
-    S *out = reinterpret_cast<S *>(r.data) + at;
-    if constexpr (kIsHalf<S> && std::is_same_v<C, float>)  // vectorised conversion
-      convertElements(DType::F32, reinterpret_cast<const std::byte *>(in), r.type->dtype,
-                      reinterpret_cast<std::byte *>(out), static_cast<size_t>(n));
-    else
-      for (int64_t j = 0; j < n; ++j) out[j] = fromCompute<S>(in[j], isBool);
-  });
-}
-
-// Where a block of results is computed: in the result itself when it is stored as C (no copy
-// afterwards), else in `buffer`, stored with storeBlock.
-template <class C> C *resultBlock(const TensorView &r, int64_t at, C *buffer) {
-  if constexpr (std::is_floating_point_v<C>)
-    return outAs(r, at, buffer);
+// Stores n computed elements at element `at` of `r` (storage S); bool stores nonzero as 1.
+template <class S, class C>
+void storeBlock(const C *in, const TensorView &r, int64_t at, int64_t n, bool isBool) {
+  S *out = reinterpret_cast<S *>(r.data) + at;
+  if constexpr (kIsHalf<S> && std::is_same_v<C, float>)  // vectorised conversion
+    convertElements(DType::F32, reinterpret_cast<const std::byte *>(in), r.type->dtype,
+                    reinterpret_cast<std::byte *>(out), static_cast<size_t>(n));
   else
-    return r.type->dtype == DType::I64 ? reinterpret_cast<int64_t *>(r.data) + at : buffer;
+    for (int64_t j = 0; j < n; ++j) out[j] = fromCompute<S>(in[j], isBool);
 }
 
+// Where a block of results is computed: in the result itself when it is stored as its compute
+// type (no copy afterwards), else in `buffer`, stored with storeBlock.
+template <class S> ComputeOf<S> *resultBlock(const TensorView &r, int64_t at, ComputeOf<S> *buffer) {
+  if constexpr (std::is_same_v<S, ComputeOf<S>>)
+    return reinterpret_cast<S *>(r.data) + at;
+  else
+    return buffer;
+}
+
+// ---- The ops, one block function each: picked when the step is prepared ----------------------
+
+template <class C> using UnaryFn = void (*)(C *x, int64_t n);
+template <class C> using BinaryFn = void (*)(C *x, const C *y, int64_t n);
+template <class C> using CompareFn = void (*)(const C *x, const C *y, uint8_t *out, int64_t n);
 template <class C> using Array = Eigen::Map<Eigen::Array<C, Eigen::Dynamic, 1>>;
+template <class C> using ConstArray = Eigen::Map<const Eigen::Array<C, Eigen::Dynamic, 1>>;
 
-template <class C> void unaryFloat(OpKind k, bool tanhGelu, C *x, int64_t n) {
+template <class C> void geluTanh(C *x, int64_t n) {
   Array<C> a(x, n);
-  const C half_ = C(0.5), one = C(1);
+  const C k0 = C(std::sqrt(2.0 / std::numbers::pi));
+  a = C(0.5) * a * (C(1) + (k0 * (a + C(0.044715) * a * a * a)).tanh());
+}
+
+template <class C> void geluErf(C *x, int64_t n) {
+  Array<C> a(x, n);
+  a = C(0.5) * a * (C(1) + (a * C(1.0 / std::numbers::sqrt2)).erf());
+}
+
+// Eigen's vectorised float sqrt (x * rsqrt(x)) gives NaN for +inf in a full packet: those lanes
+// take the input back (sqrt(+inf) = +inf). n <= kBlock: a block at a time.
+template <class C> void sqrtBlock(C *x, int64_t n) {
+  C roots[kBlock];
+  Array<C>(roots, n) = ConstArray<C>(x, n).sqrt();
+  constexpr C inf = std::numeric_limits<C>::infinity();
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] == inf ? x[i] : roots[i];
+}
+
+// The block function of a float unary op; nullptr for an op that is not one.
+template <class C> UnaryFn<C> floatUnary(OpKind k, bool tanhGelu) {
   switch (k) {
-    case OpKind::Neg: a = -a; return;
-    case OpKind::Abs: a = a.abs(); return;
-    case OpKind::Exp: a = exactExp(a); return;
-    case OpKind::Log: a = a.log(); return;
-    case OpKind::Sqrt: a = a.sqrt(); return;
-    case OpKind::Rsqrt: a = a.rsqrt(); return;
-    case OpKind::Tanh: a = a.tanh(); return;
-    case OpKind::Sigmoid: a = one / (one + (-a).exp()); return;
+    case OpKind::Neg: return [](C *x, int64_t n) { Array<C>(x, n) = -Array<C>(x, n); };
+    case OpKind::Abs: return [](C *x, int64_t n) { Array<C>(x, n) = Array<C>(x, n).abs(); };
+    case OpKind::Exp: return [](C *x, int64_t n) { Array<C>(x, n) = exactExp(Array<C>(x, n)); };
+    case OpKind::Log: return [](C *x, int64_t n) { Array<C>(x, n) = Array<C>(x, n).log(); };
+    case OpKind::Sqrt: return sqrtBlock<C>;
+    case OpKind::Rsqrt: return [](C *x, int64_t n) { Array<C>(x, n) = Array<C>(x, n).rsqrt(); };
+    case OpKind::Tanh: return [](C *x, int64_t n) { Array<C>(x, n) = Array<C>(x, n).tanh(); };
+    case OpKind::Sigmoid:
+      return [](C *x, int64_t n) { Array<C>(x, n) = C(1) / (C(1) + (-Array<C>(x, n)).exp()); };
     case OpKind::Relu:  // NaN stays; `|`, not `||`, and no Eigen select: this vectorises
-      for (int64_t i = 0; i < n; ++i) x[i] = (x[i] > C(0)) | (x[i] != x[i]) ? x[i] : C(0);
-      return;
-    case OpKind::Erf: a = a.erf(); return;
-    case OpKind::Silu: a = a / (one + (-a).exp()); return;
-    case OpKind::Gelu:
-      if (tanhGelu) {
-        const C k0 = C(std::sqrt(2.0 / std::numbers::pi));
-        a = half_ * a * (one + (k0 * (a + C(0.044715) * a * a * a)).tanh());
-      } else {
-        a = half_ * a * (one + (a * C(1.0 / std::numbers::sqrt2)).erf());
-      }
-      return;
-    default: FERRY_CHECK(false) << "not a unary op";
+      return [](C *x, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) x[i] = (x[i] > C(0)) | (x[i] != x[i]) ? x[i] : C(0);
+      };
+    case OpKind::Erf: return [](C *x, int64_t n) { Array<C>(x, n) = Array<C>(x, n).erf(); };
+    case OpKind::Silu:
+      return [](C *x, int64_t n) {
+        Array<C> a(x, n);
+        a = a / (C(1) + (-a).exp());
+      };
+    case OpKind::Gelu: return tanhGelu ? geluTanh<C> : geluErf<C>;
+    default: return nullptr;
   }
 }
 
-void unaryInt(OpKind k, int64_t *x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const auto u = static_cast<uint64_t>(x[i]);
-    switch (k) {
-      case OpKind::Neg: x[i] = static_cast<int64_t>(0 - u); break;
-      case OpKind::Abs: x[i] = x[i] < 0 ? static_cast<int64_t>(0 - u) : x[i]; break;
-      case OpKind::Relu: x[i] = x[i] > 0 ? x[i] : 0; break;
-      default: FERRY_CHECK(false) << "no integer form of this unary op";
-    }
-  }
-}
-
-template <class C> void binaryFloat(OpKind k, C *x, const C *y, int64_t n) {
-  Array<C> a(x, n);
-  Eigen::Map<const Eigen::Array<C, Eigen::Dynamic, 1>> b(y, n);
-  const C nan = std::numeric_limits<C>::quiet_NaN();
+// Integer arithmetic wraps (through uint64: no signed overflow).
+UnaryFn<int64_t> intUnary(OpKind k) {
   switch (k) {
-    case OpKind::Add: a += b; return;
-    case OpKind::Sub: a -= b; return;
-    case OpKind::Mul: a *= b; return;
-    case OpKind::Div: a /= b; return;
-    case OpKind::Pow:
-      for (int64_t i = 0; i < n; ++i) x[i] = std::pow(x[i], y[i]);
-      return;
-    // NaN propagates, as torch.maximum/minimum. Plain loops with `|`: they vectorise, where
-    // Eigen 3.4's select does not.
-    case OpKind::Maximum:
-      for (int64_t i = 0; i < n; ++i)
-        x[i] = (x[i] != x[i]) | (y[i] != y[i]) ? nan : x[i] > y[i] ? x[i] : y[i];
-      return;
-    case OpKind::Minimum:
-      for (int64_t i = 0; i < n; ++i)
-        x[i] = (x[i] != x[i]) | (y[i] != y[i]) ? nan : x[i] < y[i] ? x[i] : y[i];
-      return;
-    default: FERRY_CHECK(false) << "not an arithmetic binary op";
+    case OpKind::Neg:
+      return [](int64_t *x, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) x[i] = static_cast<int64_t>(0 - static_cast<uint64_t>(x[i]));
+      };
+    case OpKind::Abs:
+      return [](int64_t *x, int64_t n) {
+        for (int64_t i = 0; i < n; ++i)
+          x[i] = x[i] < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x[i])) : x[i];
+      };
+    case OpKind::Relu:
+      return [](int64_t *x, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) x[i] = x[i] > 0 ? x[i] : 0;
+      };
+    default: return nullptr;
   }
 }
 
-// Integer arithmetic wraps (through uint64: no signed overflow); pow goes through double,
-// saturated into int64, as the reference does.
+template <class C> UnaryFn<C> unaryFn(OpKind k, bool tanhGelu) {
+  if constexpr (std::is_same_v<C, int64_t>)
+    return intUnary(k);
+  else
+    return floatUnary<C>(k, tanhGelu);
+}
+
+// NaN propagates through maximum/minimum, as torch.maximum/minimum. Plain loops with `|`: they
+// vectorise, where Eigen 3.4's select does not.
+template <class C> BinaryFn<C> floatBinary(OpKind k) {
+  switch (k) {
+    case OpKind::Add: return [](C *x, const C *y, int64_t n) { Array<C>(x, n) += ConstArray<C>(y, n); };
+    case OpKind::Sub: return [](C *x, const C *y, int64_t n) { Array<C>(x, n) -= ConstArray<C>(y, n); };
+    case OpKind::Mul: return [](C *x, const C *y, int64_t n) { Array<C>(x, n) *= ConstArray<C>(y, n); };
+    case OpKind::Div: return [](C *x, const C *y, int64_t n) { Array<C>(x, n) /= ConstArray<C>(y, n); };
+    case OpKind::Pow:
+      return [](C *x, const C *y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) x[i] = std::pow(x[i], y[i]);
+      };
+    case OpKind::Maximum:
+      return [](C *x, const C *y, int64_t n) {
+        const C nan = std::numeric_limits<C>::quiet_NaN();
+        for (int64_t i = 0; i < n; ++i)
+          x[i] = (x[i] != x[i]) | (y[i] != y[i]) ? nan : x[i] > y[i] ? x[i] : y[i];
+      };
+    case OpKind::Minimum:
+      return [](C *x, const C *y, int64_t n) {
+        const C nan = std::numeric_limits<C>::quiet_NaN();
+        for (int64_t i = 0; i < n; ++i)
+          x[i] = (x[i] != x[i]) | (y[i] != y[i]) ? nan : x[i] < y[i] ? x[i] : y[i];
+      };
+    default: return nullptr;
+  }
+}
+
+// pow goes through double, saturated into int64, as the reference does.
 int64_t powInt(int64_t x, int64_t y) {
   const double p = std::pow(static_cast<double>(x), static_cast<double>(y));
   if (std::isnan(p)) return 0;
@@ -278,159 +339,240 @@ int64_t powInt(int64_t x, int64_t y) {
   return static_cast<int64_t>(std::trunc(p));
 }
 
-void binaryInt(OpKind k, int64_t *x, const int64_t *y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const auto u = static_cast<uint64_t>(x[i]), v = static_cast<uint64_t>(y[i]);
-    switch (k) {
-      case OpKind::Add: x[i] = static_cast<int64_t>(u + v); break;
-      case OpKind::Sub: x[i] = static_cast<int64_t>(u - v); break;
-      case OpKind::Mul: x[i] = static_cast<int64_t>(u * v); break;
-      case OpKind::Maximum: x[i] = std::max(x[i], y[i]); break;
-      case OpKind::Minimum: x[i] = std::min(x[i], y[i]); break;
-      case OpKind::Pow: x[i] = powInt(x[i], y[i]); break;
-      default: FERRY_CHECK(false) << "no integer form of this binary op";
-    }
+// Calls out[i] = f(x[i], y[i]) over a block.
+template <class F> void eachPair(int64_t *x, const int64_t *y, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) x[i] = f(x[i], y[i]);
+}
+
+BinaryFn<int64_t> intBinary(OpKind k) {
+  using I = int64_t;
+  using U = uint64_t;
+  switch (k) {
+    case OpKind::Add:
+      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return I(U(a) + U(b)); }); };
+    case OpKind::Sub:
+      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return I(U(a) - U(b)); }); };
+    case OpKind::Mul:
+      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return I(U(a) * U(b)); }); };
+    case OpKind::Maximum:
+      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return std::max(a, b); }); };
+    case OpKind::Minimum:
+      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return std::min(a, b); }); };
+    case OpKind::Pow: return [](I *x, const I *y, I n) { eachPair(x, y, n, powInt); };
+    default: return nullptr;
   }
 }
 
-template <class C> void compare(OpKind k, const C *x, const C *y, int64_t *out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    switch (k) {
-      case OpKind::Equal: out[i] = x[i] == y[i]; break;
-      case OpKind::Less: out[i] = x[i] < y[i]; break;
-      case OpKind::Greater: out[i] = x[i] > y[i]; break;
-      default: FERRY_CHECK(false) << "not a comparison";
-    }
+template <class C> BinaryFn<C> binaryFn(OpKind k) {
+  if constexpr (std::is_same_v<C, int64_t>)
+    return intBinary(k);
+  else
+    return floatBinary<C>(k);
+}
+
+template <class C> CompareFn<C> compareFn(OpKind k) {
+  switch (k) {
+    case OpKind::Equal:
+      return [](const C *x, const C *y, uint8_t *out, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) out[i] = x[i] == y[i];
+      };
+    case OpKind::Less:
+      return [](const C *x, const C *y, uint8_t *out, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) out[i] = x[i] < y[i];
+      };
+    case OpKind::Greater:
+      return [](const C *x, const C *y, uint8_t *out, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) out[i] = x[i] > y[i];
+      };
+    default: return nullptr;
   }
 }
 
-bool isCompare(OpKind k) { return k == OpKind::Equal || k == OpKind::Less || k == OpKind::Greater; }
+// ---- Launches: one per storage type, the op's block function passed in --------------------
 
-Status checkOperandDType(const KernelCall &call, size_t i, DType want) {
-  if (call.operands[i].type->dtype == want) return Status();
-  return contractError(call, "operand " + std::to_string(i) + " is " +
-                                 call.operands[i].type->str() + ", expected " +
-                                 std::string(dtypeName(want)) + " (a cast is missing)");
+template <class S>
+void unaryLaunch(const KernelCall &call, const Walk &wx, UnaryFn<ComputeOf<S>> fn, bool isBool) {
+  using C = ComputeOf<S>;
+  const TensorView &x = call.operands[0], &r = call.result;
+  forChunks(r.type->numel(), [&](int64_t begin, int64_t end) {
+    C buffer[kBlock];
+    Cursor cursor(wx, begin);
+    for (int64_t at = begin; at < end; at += kBlock) {
+      const int64_t m = std::min(kBlock, end - at);
+      C *a = resultBlock<S>(r, at, buffer);
+      gather<S, C>(x, cursor, a, m);
+      fn(a, m);
+      if (a == buffer) storeBlock<S>(buffer, r, at, m, isBool);
+    }
+  });
+}
+
+template <class S>
+void binaryLaunch(const KernelCall &call, const Walk &wx, const Walk &wy,
+                  BinaryFn<ComputeOf<S>> fn, bool isBool) {
+  using C = ComputeOf<S>;
+  const TensorView &x = call.operands[0], &y = call.operands[1], &r = call.result;
+  forChunks(r.type->numel(), [&](int64_t begin, int64_t end) {
+    C buffer[kBlock], b[kBlock];
+    Cursor cx(wx, begin), cy(wy, begin);
+    for (int64_t at = begin; at < end; at += kBlock) {
+      const int64_t m = std::min(kBlock, end - at);
+      C *a = resultBlock<S>(r, at, buffer);
+      gather<S, C>(x, cx, a, m);
+      gather<S, C>(y, cy, b, m);
+      fn(a, b, m);
+      if (a == buffer) storeBlock<S>(buffer, r, at, m, isBool);
+    }
+  });
+}
+
+// Operands stored as S, the result as bool.
+template <class S>
+void compareLaunch(const KernelCall &call, const Walk &wx, const Walk &wy, CompareFn<ComputeOf<S>> fn) {
+  using C = ComputeOf<S>;
+  const TensorView &x = call.operands[0], &y = call.operands[1], &r = call.result;
+  auto *out = reinterpret_cast<uint8_t *>(r.data);
+  forChunks(r.type->numel(), [&](int64_t begin, int64_t end) {
+    C a[kBlock], b[kBlock];
+    Cursor cx(wx, begin), cy(wy, begin);
+    for (int64_t at = begin; at < end; at += kBlock) {
+      const int64_t m = std::min(kBlock, end - at);
+      gather<S, C>(x, cx, a, m);
+      gather<S, C>(y, cy, b, m);
+      fn(a, b, out + at, m);
+    }
+  });
+}
+
+template <class S> void whereLaunch(const KernelCall &call, const std::array<Walk, 3> &w) {
+  const TensorView &r = call.result;
+  S *out = reinterpret_cast<S *>(r.data);
+  forChunks(r.type->numel(), [&](int64_t begin, int64_t end) {
+    uint8_t c[kBlock];
+    S a[kBlock], b[kBlock];
+    Cursor cc(w[0], begin), ca(w[1], begin), cb(w[2], begin);
+    for (int64_t at = begin; at < end; at += kBlock) {
+      const int64_t m = std::min(kBlock, end - at);
+      gather<uint8_t, uint8_t>(call.operands[0], cc, c, m);
+      gather<S, S>(call.operands[1], ca, a, m);
+      gather<S, S>(call.operands[2], cb, b, m);
+      for (int64_t j = 0; j < m; ++j) out[at + j] = c[j] ? a[j] : b[j];
+    }
+  });
+}
+
+// ---- Prepare: the contract checked, attributes read, the loop picked -----------------------
+
+Status checkOperandDType(const StepSpec &step, size_t i, DType want) {
+  if (step.operands[i].dtype == want) return Status();
+  return contractError(step, "operand " + std::to_string(i) + " is " + step.operands[i].str() +
+                                 ", expected " + std::string(dtypeName(want)) + " (a cast is missing)");
+}
+
+Status checkSameShape(const StepSpec &step) {
+  if (step.operands[0].shape == step.result.shape) return Status();
+  return contractError(step, "operand " + step.operands[0].str() + " and result " +
+                                 step.result.str() + " differ in shape");
+}
+
+Status noKernel(const StepSpec &step, DType t) {
+  return contractError(step, "no kernel computes it in " + std::string(dtypeName(t)));
+}
+
+Expected<bool> tanhGeluOf(const StepSpec &step) {
+  if (step.op.kind != OpKind::Gelu) return false;
+  const std::string &mode = attrString(step.op, step.attrs, "approximate");
+  if (mode != "none" && mode != "tanh")
+    return makeError("attr", "'gelu' approximate must be \"none\" or \"tanh\", got \"" + mode + "\"",
+                     step.loc);
+  return mode == "tanh";
 }
 
 }  // namespace
 
-Status unary(const KernelCall &call) {
-  const TensorView &x = call.operands[0], &r = call.result;
-  FERRY_TRY(checkOperandDType(call, 0, r.type->dtype));
-  if (x.type->shape != r.type->shape)
-    return contractError(call, "operand " + x.type->str() + " and result " + r.type->str() +
-                                   " differ in shape");
-  bool tanhGelu = false;
-  if (call.op.kind == OpKind::Gelu) {
-    const std::string &mode = attrString(call.op, call.attrs, "approximate");
-    if (mode != "none" && mode != "tanh")
-      return makeError("attr",
-                       "'gelu' approximate must be \"none\" or \"tanh\", got \"" + mode + "\"",
-                       call.loc);
-    tanhGelu = mode == "tanh";
-  }
-  const int64_t n = r.type->numel();
-  withCompute(r.type->dtype, [&](auto c) {
-    using C = decltype(c);
-    forChunks(n, [&](int64_t begin, int64_t end) {
-      C buffer[kBlock];
-      Cursor cursor(r.type->shape, x.type->shape, begin);
-      for (int64_t at = begin; at < end; at += kBlock) {
-        const int64_t m = std::min(kBlock, end - at);
-        C *a = resultBlock(r, at, buffer);
-        gatherAny(x, cursor, a, m);
-        if constexpr (std::is_same_v<C, int64_t>)
-          unaryInt(call.op.kind, a, m);
-        else
-          unaryFloat(call.op.kind, tanhGelu, a, m);
-        if (a == buffer) storeBlock(buffer, r, at, m);
-      }
-    });
-  });
-  return Status();
-}
-
-Status binary(const KernelCall &call) {
-  const TensorView &x = call.operands[0], &y = call.operands[1], &r = call.result;
-  const OpKind k = call.op.kind;
-  const DType compute = isCompare(k) ? x.type->dtype : r.type->dtype;
-  FERRY_TRY(checkOperandDType(call, 0, compute));
-  FERRY_TRY(checkOperandDType(call, 1, compute));
-  const int64_t n = r.type->numel();
-  withCompute(compute, [&](auto c) {
-    using C = decltype(c);
-    forChunks(n, [&](int64_t begin, int64_t end) {
-      C buffer[kBlock], b[kBlock];
-      int64_t flags[kBlock];
-      Cursor cx(r.type->shape, x.type->shape, begin), cy(r.type->shape, y.type->shape, begin);
-      for (int64_t at = begin; at < end; at += kBlock) {
-        const int64_t m = std::min(kBlock, end - at);
-        C *a = isCompare(k) ? buffer : resultBlock(r, at, buffer);
-        gatherAny(x, cx, a, m);
-        gatherAny(y, cy, b, m);
-        if (isCompare(k)) {
-          compare(k, a, b, flags, m);
-          storeBlock(flags, r, at, m);
-          continue;
-        }
-        if constexpr (std::is_same_v<C, int64_t>)
-          binaryInt(k, a, b, m);
-        else
-          binaryFloat(k, a, b, m);
-        if (a == buffer) storeBlock(buffer, r, at, m);
-      }
-    });
-  });
-  return Status();
-}
-
-Status where(const KernelCall &call) {
-  const TensorView &cond = call.operands[0], &r = call.result;
-  FERRY_TRY(checkOperandDType(call, 0, DType::Bool));
-  FERRY_TRY(checkOperandDType(call, 1, r.type->dtype));
-  FERRY_TRY(checkOperandDType(call, 2, r.type->dtype));
-  const int64_t n = r.type->numel();
-  withStorage(r.type->dtype, [&](auto s) {
+Expected<std::unique_ptr<Kernel>> prepareUnary(const StepSpec &step) {
+  const DType t = step.result.dtype;
+  FERRY_TRY(checkOperandDType(step, 0, t));
+  FERRY_TRY(checkSameShape(step));
+  const Expected<bool> tanhGelu = tanhGeluOf(step);
+  if (!tanhGelu) return tanhGelu.status();
+  Expected<Walk> wx = walkOf(step, step.operands[0].shape);
+  if (!wx) return wx.status();
+  return withStorage(t, [&](auto s) -> Expected<std::unique_ptr<Kernel>> {
     using S = decltype(s);
-    S *out = reinterpret_cast<S *>(r.data);
-    forChunks(n, [&](int64_t begin, int64_t end) {
-      uint8_t c[kBlock];
-      S a[kBlock], b[kBlock];
-      Cursor cc(r.type->shape, cond.type->shape, begin),
-          ca(r.type->shape, call.operands[1].type->shape, begin),
-          cb(r.type->shape, call.operands[2].type->shape, begin);
-      for (int64_t at = begin; at < end; at += kBlock) {
-        const int64_t m = std::min(kBlock, end - at);
-        gather<uint8_t, uint8_t>(cond, cc, c, m);
-        gather<S, S>(call.operands[1], ca, a, m);
-        gather<S, S>(call.operands[2], cb, b, m);
-        for (int64_t j = 0; j < m; ++j) out[at + j] = c[j] ? a[j] : b[j];
-      }
+    const UnaryFn<ComputeOf<S>> fn = unaryFn<ComputeOf<S>>(step.op.kind, *tanhGelu);
+    if (!fn) return noKernel(step, t);
+    return stepKernel(step, [wx = std::move(*wx), fn, isBool = t == DType::Bool](const KernelCall &call) {
+      unaryLaunch<S>(call, wx, fn, isBool);
+      return Status();
     });
   });
-  return Status();
 }
 
-Status cast(const KernelCall &call) {
-  const TensorView &x = call.operands[0], &r = call.result;
-  if (x.type->shape != r.type->shape)
-    return contractError(call, "operand " + x.type->str() + " and result " + r.type->str() +
-                                   " differ in shape");
-  const DType from = x.type->dtype, to = r.type->dtype;
-  const auto inSize = static_cast<int64_t>(dtypeSize(from)),
-             outSize = static_cast<int64_t>(dtypeSize(to));
-  // Each element converts on its own, so any split gives the same bytes.
-  parallelFor(r.type->numel(), kChunkBlocks * kBlock, [&](int64_t begin, int64_t end) {
-    convertElements(from, x.data + begin * inSize, to, r.data + begin * outSize,
-                    static_cast<size_t>(end - begin));
+Expected<std::unique_ptr<Kernel>> prepareBinary(const StepSpec &step) {
+  const bool compare = step.op.dtypeRule == DTypeRule::Compare;
+  const DType t = compare ? step.operands[0].dtype : step.result.dtype;
+  FERRY_TRY(checkOperandDType(step, 0, t));
+  FERRY_TRY(checkOperandDType(step, 1, t));
+  if (compare && step.result.dtype != DType::Bool)
+    return contractError(step, "the result is " + step.result.str() + ", expected bool");
+  Expected<Walk> wx = walkOf(step, step.operands[0].shape), wy = walkOf(step, step.operands[1].shape);
+  if (!wx) return wx.status();
+  if (!wy) return wy.status();
+  return withStorage(t, [&](auto s) -> Expected<std::unique_ptr<Kernel>> {
+    using S = decltype(s);
+    using C = ComputeOf<S>;
+    if (compare) {
+      const CompareFn<C> fn = compareFn<C>(step.op.kind);
+      if (!fn) return noKernel(step, t);
+      return stepKernel(step, [wx = std::move(*wx), wy = std::move(*wy), fn](const KernelCall &call) {
+        compareLaunch<S>(call, wx, wy, fn);
+        return Status();
+      });
+    }
+    const BinaryFn<C> fn = binaryFn<C>(step.op.kind);
+    if (!fn) return noKernel(step, t);
+    return stepKernel(step, [wx = std::move(*wx), wy = std::move(*wy), fn, isBool = t == DType::Bool](
+                                const KernelCall &call) {
+      binaryLaunch<S>(call, wx, wy, fn, isBool);
+      return Status();
+    });
   });
-  return Status();
 }
 
-Expected<std::unique_ptr<Kernel>> prepareUnary(const StepSpec &step) { return stepKernel(step, unary); }
-Expected<std::unique_ptr<Kernel>> prepareBinary(const StepSpec &step) { return stepKernel(step, binary); }
-Expected<std::unique_ptr<Kernel>> prepareWhere(const StepSpec &step) { return stepKernel(step, where); }
-Expected<std::unique_ptr<Kernel>> prepareCast(const StepSpec &step) { return stepKernel(step, cast); }
+Expected<std::unique_ptr<Kernel>> prepareWhere(const StepSpec &step) {
+  const DType t = step.result.dtype;
+  FERRY_TRY(checkOperandDType(step, 0, DType::Bool));
+  FERRY_TRY(checkOperandDType(step, 1, t));
+  FERRY_TRY(checkOperandDType(step, 2, t));
+  std::array<Walk, 3> walks;
+  for (size_t i = 0; i < 3; ++i) {
+    Expected<Walk> w = walkOf(step, step.operands[i].shape);
+    if (!w) return w.status();
+    walks[i] = std::move(*w);
+  }
+  return withStorage(t, [&](auto s) -> Expected<std::unique_ptr<Kernel>> {
+    using S = decltype(s);
+    return stepKernel(step, [walks = std::move(walks)](const KernelCall &call) {
+      whereLaunch<S>(call, walks);
+      return Status();
+    });
+  });
+}
+
+// Each element converts on its own, so any split gives the same bytes.
+Expected<std::unique_ptr<Kernel>> prepareCast(const StepSpec &step) {
+  FERRY_TRY(checkSameShape(step));
+  const DType from = step.operands[0].dtype, to = step.result.dtype;
+  return stepKernel(step, [from, to](const KernelCall &call) {
+    const auto inSize = static_cast<int64_t>(dtypeSize(from)), outSize = static_cast<int64_t>(dtypeSize(to));
+    std::byte *in = call.operands[0].data, *out = call.result.data;
+    parallelFor(call.result.type->numel(), kChunkBlocks * kBlock, [&](int64_t begin, int64_t end) {
+      convertElements(from, in + begin * inSize, to, out + begin * outSize,
+                      static_cast<size_t>(end - begin));
+    });
+    return Status();
+  });
+}
 
 }  // namespace ferry::cpu

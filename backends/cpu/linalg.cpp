@@ -197,41 +197,32 @@ void gemm(int64_t m, int64_t n, int64_t k, const C *a, const C *b, C *c,
   loopGemm(g);
 }
 
-Status checkDTypes(const KernelCall &call) {
-  const DType want = call.result.type->dtype;
-  for (size_t i = 0; i < call.operands.size(); ++i) {
-    if (call.operands[i].type->dtype == want) continue;
-    return contractError(call, "operand " + std::to_string(i) + " is " +
-                                   call.operands[i].type->str() + ", expected " +
-                                   std::string(dtypeName(want)) + " (a cast is missing)");
+Status checkDTypes(const StepSpec &step) {
+  const DType want = step.result.dtype;
+  for (size_t i = 0; i < step.operands.size(); ++i) {
+    if (step.operands[i].dtype == want) continue;
+    return contractError(step, "operand " + std::to_string(i) + " is " + step.operands[i].str() +
+                                   ", expected " + std::string(dtypeName(want)) +
+                                   " (a cast is missing)");
   }
   return Status();
 }
 
-const TensorView *bias(const KernelCall &call) {
-  return call.operands.size() > 2 ? &call.operands[2] : nullptr;
-}
+bool hasBias(const StepSpec &step) { return step.operands.size() > 2; }
 
-Status checkBias(const KernelCall &call, int64_t n, const char *of) {
-  const TensorView *b = bias(call);
-  if (!b || b->type->shape == Shape{n}) return Status();
-  return contractError(call, "bias " + b->type->str() + " is not [" + std::to_string(n) + "] (" +
-                                 of + ")");
+Status checkBias(const StepSpec &step, int64_t n, const char *of) {
+  if (!hasBias(step) || step.operands[2].shape == Shape{n}) return Status();
+  return contractError(step, "bias " + step.operands[2].str() + " is not [" + std::to_string(n) +
+                                 "] (" + of + ")");
 }
 
 // --- matmul --------------------------------------------------------------------------------
 
 // Element offsets of an operand's matrices, one per index of the broadcast batch shape `out`;
 // `in` is the operand's own batch shape (right-aligned, dims of 1 repeat).
-// Written into `offsets` (numel(out) of them, from the step's scratch).
-void batchOffsets(const Shape &out, const Shape &in, int64_t matrix, int64_t *offsets) {
+std::vector<int64_t> batchOffsets(const Shape &out, const Shape &in, int64_t matrix) {
   const size_t rank = out.size();
-  // Ranks are small: the walk's state lives on the stack up to 16 dims.
-  std::array<int64_t, 16> strideInline{}, indexInline{};
-  std::vector<int64_t> strideMany, indexMany;
-  if (rank > strideInline.size()) strideMany.assign(rank, 0), indexMany.assign(rank, 0);
-  int64_t *stride = rank > strideInline.size() ? strideMany.data() : strideInline.data();
-  int64_t *index = rank > indexInline.size() ? indexMany.data() : indexInline.data();
+  std::vector<int64_t> stride(rank, 0), index(rank, 0), offsets(static_cast<size_t>(numel(out)));
   int64_t s = matrix;
   for (size_t d = 0; d < in.size(); ++d) {  // from the innermost dim outwards
     const int64_t n = in[in.size() - 1 - d];
@@ -239,8 +230,8 @@ void batchOffsets(const Shape &out, const Shape &in, int64_t matrix, int64_t *of
     s *= n;
   }
   int64_t offset = 0;
-  for (int64_t i = 0, count = numel(out); i < count; ++i) {
-    offsets[i] = offset;
+  for (int64_t &o : offsets) {
+    o = offset;
     for (size_t d = rank; d-- > 0;) {
       offset += stride[d];
       if (++index[d] < out[d]) break;
@@ -248,83 +239,92 @@ void batchOffsets(const Shape &out, const Shape &in, int64_t matrix, int64_t *of
       index[d] = 0;
     }
   }
+  return offsets;
 }
 
-Status matmul(const KernelCall &call) {
-  const TensorView &x = call.operands[0], &y = call.operands[1], &r = call.result;
-  FERRY_TRY(checkDTypes(call));
-  Shape xs = x.type->shape, ys = y.type->shape;
-  if (xs.empty() || ys.empty()) return contractError(call, "an operand is a scalar");
+// A matmul's GEMMs, decided when the step is prepared: one GEMM over every row of x when y is
+// one matrix and x is not broadcast, else one per batch at the offsets given.
+struct MatmulPlan {
+  int64_t m = 0, n = 0, k = 0, batches = 0;
+  bool oneGemm = false;
+  std::vector<int64_t> xOffsets, yOffsets;  // elements, per batch (not oneGemm)
+};
+
+Expected<MatmulPlan> planMatmul(const StepSpec &step) {
+  const TensorType &x = step.operands[0], &y = step.operands[1], &r = step.result;
+  FERRY_TRY(checkDTypes(step));
+  Shape xs = x.shape, ys = y.shape;
+  if (xs.empty() || ys.empty()) return contractError(step, "an operand is a scalar");
   // numpy.matmul: a 1-D left operand is a row [1, k], a 1-D right operand a column [k, 1]; the
   // added dim is not in the result.
   const bool xVec = xs.size() == 1, yVec = ys.size() == 1;
   if (xVec) xs.insert(xs.begin(), 1);
   if (yVec) ys.push_back(1);
-  const int64_t m = xs[xs.size() - 2], k = xs.back(), n = ys.back();
+  MatmulPlan p;
+  p.m = xs[xs.size() - 2], p.k = xs.back(), p.n = ys.back();
   const Shape xBatch(xs.begin(), xs.end() - 2), yBatch(ys.begin(), ys.end() - 2);
   const std::optional<Shape> batch = broadcastShapes(xBatch, yBatch);
   Shape want = batch.value_or(Shape{});
-  if (!xVec) want.push_back(m);
-  if (!yVec) want.push_back(n);
-  if (ys[ys.size() - 2] != k || !batch || want != r.type->shape)
-    return contractError(call, "cannot multiply " + x.type->str() + " by " + y.type->str() +
-                                   " into " + r.type->str());
-  if (r.type->numel() == 0) return Status();
+  if (!xVec) want.push_back(p.m);
+  if (!yVec) want.push_back(p.n);
+  if (ys[ys.size() - 2] != p.k || !batch || want != r.shape)
+    return contractError(step, "cannot multiply " + x.str() + " by " + y.str() + " into " + r.str());
+  p.batches = numel(*batch);
+  p.oneGemm = numel(yBatch) == 1 && numel(xBatch) == p.batches;
+  if (!p.oneGemm) {
+    p.xOffsets = batchOffsets(*batch, xBatch, p.m * p.k);
+    p.yOffsets = batchOffsets(*batch, yBatch, p.k * p.n);
+  }
+  return p;
+}
 
-  withCompute(r.type->dtype, [&](auto zero) {
-    using C = decltype(zero);
-    ScratchArena scratch(call.scratch);
-    const Elements<C> a(x, scratch), b(y, scratch);
-    Output<C> out(r, scratch);
-    const int64_t batches = numel(*batch);
-    if (numel(yBatch) == 1 && numel(xBatch) == batches) {
-      gemm<C>(batches * m, n, k, a.data(), b.data(), out.data());
-    } else {
-      int64_t *xo = scratch.take<int64_t>(batches), *yo = scratch.take<int64_t>(batches);
-      batchOffsets(*batch, xBatch, m * k, xo);
-      batchOffsets(*batch, yBatch, k * n, yo);
-      for (int64_t i = 0; i < batches; ++i)
-        gemm<C>(m, n, k, a.data() + xo[i], b.data() + yo[i],
-                out.data() + static_cast<int64_t>(i) * m * n);
-    }
-    out.store();
-  });
-  return Status();
+template <class C> void matmul(const MatmulPlan &p, const KernelCall &call) {
+  ScratchArena scratch(call.scratch);
+  const Elements<C> a(call.operands[0], scratch), b(call.operands[1], scratch);
+  Output<C> out(call.result, scratch);
+  if (p.oneGemm) {
+    gemm<C>(p.batches * p.m, p.n, p.k, a.data(), b.data(), out.data());
+  } else {
+    for (int64_t i = 0; i < p.batches; ++i)
+      gemm<C>(p.m, p.n, p.k, a.data() + p.xOffsets[static_cast<size_t>(i)],
+              b.data() + p.yOffsets[static_cast<size_t>(i)], out.data() + i * p.m * p.n);
+  }
+  out.store();
 }
 
 // --- linear --------------------------------------------------------------------------------
 
-Status linear(const KernelCall &call) {
-  const TensorView &x = call.operands[0], &w = call.operands[1], &r = call.result;
-  FERRY_TRY(checkDTypes(call));
-  const Shape &xs = x.type->shape, &ws = w.type->shape;
-  if (xs.empty() || ws.size() != 2 || xs.back() != ws[1])
-    return contractError(call, "x " + x.type->str() + " and weight " + w.type->str() +
-                                   " are not [..., in] and [out, in]");
-  const int64_t in = ws[1], features = ws[0];
-  Shape want(xs.begin(), xs.end() - 1);
-  const int64_t rows = numel(want);
-  want.push_back(features);
-  if (want != r.type->shape)
-    return contractError(call, "the result " + r.type->str() + " is not " + shapeStr(want));
-  FERRY_TRY(checkBias(call, features, "the output features"));
-  if (r.type->numel() == 0) return Status();
+struct LinearPlan {
+  int64_t rows = 0, features = 0, in = 0;
+  bool bias = false;
+};
 
-  withCompute(r.type->dtype, [&](auto zero) {
-    using C = decltype(zero);
-    ScratchArena scratch(call.scratch);
-    const Elements<C> a(x, scratch), b(w, scratch);
-    Output<C> out(r, scratch);
-    if (const TensorView *bv = bias(call)) {
-      const Elements<C> row(*bv, scratch);
-      for (int64_t i = 0; i < rows; ++i)
-        std::copy_n(row.data(), features, out.data() + i * features);
-    }
-    gemm<C>(rows, features, in, a.data(), b.data(), out.data(), BLayout::NByK,
-            bias(call) != nullptr);
-    out.store();
-  });
-  return Status();
+Expected<LinearPlan> planLinear(const StepSpec &step) {
+  const TensorType &x = step.operands[0], &w = step.operands[1], &r = step.result;
+  FERRY_TRY(checkDTypes(step));
+  const Shape &xs = x.shape, &ws = w.shape;
+  if (xs.empty() || ws.size() != 2 || xs.back() != ws[1])
+    return contractError(step, "x " + x.str() + " and weight " + w.str() +
+                                   " are not [..., in] and [out, in]");
+  LinearPlan p{0, ws[0], ws[1], hasBias(step)};
+  Shape want(xs.begin(), xs.end() - 1);
+  p.rows = numel(want);
+  want.push_back(p.features);
+  if (want != r.shape) return contractError(step, "the result " + r.str() + " is not " + shapeStr(want));
+  FERRY_TRY(checkBias(step, p.features, "the output features"));
+  return p;
+}
+
+template <class C> void linear(const LinearPlan &p, const KernelCall &call) {
+  ScratchArena scratch(call.scratch);
+  const Elements<C> a(call.operands[0], scratch), b(call.operands[1], scratch);
+  Output<C> out(call.result, scratch);
+  if (p.bias) {
+    const Elements<C> row(call.operands[2], scratch);
+    for (int64_t i = 0; i < p.rows; ++i) std::copy_n(row.data(), p.features, out.data() + i * p.features);
+  }
+  gemm<C>(p.rows, p.features, p.in, a.data(), b.data(), out.data(), BLayout::NByK, p.bias);
+  out.store();
 }
 
 // --- conv2d --------------------------------------------------------------------------------
@@ -334,14 +334,16 @@ struct ConvGeometry {
   int64_t o, cg, kh, kw;  // weight [O, C/groups, kH, kW]
   int64_t groups, ho, wo;
   int64_t sh, sw, dh, dw, pt, pl, pb, pr;
+  bool direct;  // a 1x1 kernel with stride 1 and no padding: the image's channels are the columns
+  bool bias;
 };
 
 // stride, dilation, padding and groups, checked as the reference checks them ("attr" errors).
-Status convAttrs(const KernelCall &call, ConvGeometry &g) {
-  const std::vector<int64_t> &stride = attrInts(call.op, call.attrs, "stride"),
-                             &dilation = attrInts(call.op, call.attrs, "dilation"),
-                             &pad = attrInts(call.op, call.attrs, "padding");
-  g.groups = attrInt(call.op, call.attrs, "groups");
+Status convAttrs(const StepSpec &step, ConvGeometry &g) {
+  const std::vector<int64_t> &stride = attrInts(step.op, step.attrs, "stride"),
+                             &dilation = attrInts(step.op, step.attrs, "dilation"),
+                             &pad = attrInts(step.op, step.attrs, "padding");
+  g.groups = attrInt(step.op, step.attrs, "groups");
   bool ok = stride.size() == 2 && dilation.size() == 2 && (pad.size() == 2 || pad.size() == 4) &&
             g.groups >= 1;
   for (const std::vector<int64_t> *v : {&stride, &dilation})
@@ -353,10 +355,12 @@ Status convAttrs(const KernelCall &call, ConvGeometry &g) {
                      ">= 0 and groups >= 1; got stride " +
                          attrValueStr(stride) + ", dilation " + attrValueStr(dilation) +
                          ", padding " + attrValueStr(pad) + ", groups " + std::to_string(g.groups),
-                     call.loc);
+                     step.loc);
   g.sh = stride[0], g.sw = stride[1], g.dh = dilation[0], g.dw = dilation[1];
   g.pt = pad[0], g.pl = pad[1];
   g.pb = pad.size() == 4 ? pad[2] : pad[0], g.pr = pad.size() == 4 ? pad[3] : pad[1];
+  g.direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
+             g.pb == 0 && g.pr == 0;
   return Status();
 }
 
@@ -405,55 +409,66 @@ template <class C> void im2col(const ConvGeometry &g, const C *x, C *cols) {
   });
 }
 
-Status conv2d(const KernelCall &call) {
-  const TensorView &x = call.operands[0], &w = call.operands[1], &r = call.result;
-  FERRY_TRY(checkDTypes(call));
-  const Shape &xs = x.type->shape, &ws = w.type->shape;
+Expected<ConvGeometry> planConv2d(const StepSpec &step) {
+  const TensorType &x = step.operands[0], &w = step.operands[1], &r = step.result;
+  FERRY_TRY(checkDTypes(step));
+  const Shape &xs = x.shape, &ws = w.shape;
   if (xs.size() != 4 || ws.size() != 4)
-    return contractError(call, "x " + x.type->str() + " and weight " + w.type->str() +
+    return contractError(step, "x " + x.str() + " and weight " + w.str() +
                                    " are not [N, C, H, W] and [O, C/groups, kH, kW]");
   ConvGeometry g{xs[0], xs[1], xs[2], xs[3], ws[0], ws[1], ws[2], ws[3]};
-  FERRY_TRY(convAttrs(call, g));
+  FERRY_TRY(convAttrs(step, g));
+  g.bias = hasBias(step);
   if (g.c % g.groups != 0 || g.o % g.groups != 0 || g.cg != g.c / g.groups || g.kh < 1 || g.kw < 1)
-    return contractError(call, "x " + x.type->str() + ", weight " + w.type->str() + " and groups " +
+    return contractError(step, "x " + x.str() + ", weight " + w.str() + " and groups " +
                                    std::to_string(g.groups) + " do not fit");
-  FERRY_TRY(checkBias(call, g.o, "the output channels"));
+  FERRY_TRY(checkBias(step, g.o, "the output channels"));
   const std::optional<int64_t> ho = windowCount(g.h, g.kh, g.sh, g.dh, g.pt, g.pb),
                                wo = windowCount(g.w, g.kw, g.sw, g.dw, g.pl, g.pr);
-  if (!ho || !wo || r.type->shape != Shape{g.n, g.o, *ho, *wo})
-    return contractError(call, "the result " + r.type->str() + " is not what x " + x.type->str() +
-                                   " and weight " + w.type->str() + " give");
+  if (!ho || !wo || r.shape != Shape{g.n, g.o, *ho, *wo})
+    return contractError(step, "the result " + r.str() + " is not what x " + x.str() +
+                                   " and weight " + w.str() + " give");
   g.ho = *ho, g.wo = *wo;
-  if (r.type->numel() == 0) return Status();
+  return g;
+}
 
-  withCompute(r.type->dtype, [&](auto zero) {
-    using C = decltype(zero);
-    ScratchArena scratch(call.scratch);
-    const Elements<C> in(x, scratch), weight(w, scratch);
-    std::optional<Elements<C>> b;
-    if (bias(call)) b.emplace(*bias(call), scratch);
-    Output<C> out(r, scratch);
-    const int64_t og = g.o / g.groups, depth = g.cg * g.kh * g.kw, positions = g.ho * g.wo;
-    // A 1x1 kernel with stride 1 and no padding: the image's channels are the columns.
-    const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 &&
-                        g.pl == 0 && g.pb == 0 && g.pr == 0;
-    // Uninitialised: im2col writes every element.
-    C *const cols = scratch.take<C>(direct ? 0 : depth * positions);
-    for (int64_t image = 0; image < g.n; ++image) {
-      for (int64_t group = 0; group < g.groups; ++group) {
-        const C *channels = in.data() + (image * g.c + group * g.cg) * g.h * g.w;
-        C *rows = out.data() + (image * g.o + group * og) * positions;
-        if (!direct) im2col(g, channels, cols);
-        if (b)
-          for (int64_t o = 0; o < og; ++o)
-            std::fill_n(rows + o * positions, positions, b->data()[group * og + o]);
-        gemm<C>(og, positions, depth, weight.data() + group * og * depth,
-                direct ? channels : cols, rows, BLayout::KByN, b.has_value());
-      }
+template <class C> void conv2d(const ConvGeometry &g, const KernelCall &call) {
+  ScratchArena scratch(call.scratch);
+  const Elements<C> in(call.operands[0], scratch), weight(call.operands[1], scratch);
+  std::optional<Elements<C>> b;
+  if (g.bias) b.emplace(call.operands[2], scratch);
+  Output<C> out(call.result, scratch);
+  const int64_t og = g.o / g.groups, depth = g.cg * g.kh * g.kw, positions = g.ho * g.wo;
+  // Uninitialised: im2col writes every element.
+  C *const cols = scratch.take<C>(g.direct ? 0 : depth * positions);
+  for (int64_t image = 0; image < g.n; ++image) {
+    for (int64_t group = 0; group < g.groups; ++group) {
+      const C *channels = in.data() + (image * g.c + group * g.cg) * g.h * g.w;
+      C *rows = out.data() + (image * g.o + group * og) * positions;
+      if (!g.direct) im2col(g, channels, cols);
+      if (b)
+        for (int64_t o = 0; o < og; ++o)
+          std::fill_n(rows + o * positions, positions, b->data()[group * og + o]);
+      gemm<C>(og, positions, depth, weight.data() + group * og * depth, g.direct ? channels : cols,
+              rows, BLayout::KByN, b.has_value());
     }
-    out.store();
+  }
+  out.store();
+}
+
+// `step`'s kernel: `run<C>(plan, call)` in the step's compute type, or nothing for an empty
+// result.
+template <class Plan, class Run>
+Expected<std::unique_ptr<Kernel>> linalgKernel(const StepSpec &step, Expected<Plan> plan, Run run) {
+  if (!plan) return plan.status();
+  if (step.result.numel() == 0) return stepKernel(step, [](const KernelCall &) { return Status(); });
+  return withCompute(step.result.dtype, [&](auto zero) {
+    using C = decltype(zero);
+    return stepKernel(step, [p = std::move(*plan), run](const KernelCall &call) {
+      run(C{}, p, call);
+      return Status();
+    });
   });
-  return Status();
 }
 
 }  // namespace
@@ -467,22 +482,27 @@ bool linalgSupports(OpKind op, DType dtype) {
   }
 }
 
-Status linalg(const KernelCall &call) {
-  switch (call.op.kind) {
-    case OpKind::Matmul: return matmul(call);
-    case OpKind::Linear: return linear(call);
-    case OpKind::Conv2d: return conv2d(call);
-    default: return contractError(call, "not a linalg op");
+Expected<std::unique_ptr<Kernel>> prepareLinalg(const StepSpec &step) {
+  switch (step.op.kind) {
+    case OpKind::Matmul:
+      return linalgKernel(step, planMatmul(step), [](auto c, const MatmulPlan &p, const KernelCall &call) {
+        matmul<decltype(c)>(p, call);
+      });
+    case OpKind::Linear:
+      return linalgKernel(step, planLinear(step), [](auto c, const LinearPlan &p, const KernelCall &call) {
+        linear<decltype(c)>(p, call);
+      });
+    case OpKind::Conv2d:
+      return linalgKernel(step, planConv2d(step), [](auto c, const ConvGeometry &g, const KernelCall &call) {
+        conv2d<decltype(c)>(g, call);
+      });
+    default: return contractError(step, "not a linalg op");
   }
 }
 
-}  // namespace ferry::cpu
-
-namespace ferry::cpu {
-
 // The pieces the kernels above take, in their order: converted operands (matmul, linear: x then
-// the weight then the bias; conv2d: x, weight, bias), the converted result, then matmul's batch
-// offsets or conv2d's columns.
+// the weight then the bias; conv2d: x, weight, bias), the converted result, then conv2d's
+// columns. (matmul's batch offsets are computed when the step is prepared and kept with it.)
 uint64_t linalgScratchBytes(const StepSpec &step) {
   const OpKind op = step.op.kind;
   if (op != OpKind::Matmul && op != OpKind::Linear && op != OpKind::Conv2d) return 0;
@@ -498,15 +518,6 @@ uint64_t linalgScratchBytes(const StepSpec &step) {
     using C = decltype(zero);
     uint64_t bytes = converted(step.result);
     for (const TensorType &t : step.operands) bytes += converted(t);
-    if (op == OpKind::Matmul) {
-      Shape xs = step.operands[0].shape, ys = step.operands[1].shape;
-      if (xs.size() == 1) xs.insert(xs.begin(), 1);
-      if (ys.size() == 1) ys.push_back(1);
-      const Shape xBatch(xs.begin(), xs.end() - 2), yBatch(ys.begin(), ys.end() - 2);
-      const int64_t batches = numel(broadcastShapes(xBatch, yBatch).value_or(Shape{}));
-      if (!(numel(yBatch) == 1 && numel(xBatch) == batches))
-        bytes += 2 * ScratchArena::bytes<int64_t>(batches);
-    }
     if (op == OpKind::Conv2d && step.result.shape.size() == 4 &&
         step.operands[1].shape.size() == 4) {
       const Shape &w = step.operands[1].shape, &r = step.result.shape;
@@ -521,6 +532,5 @@ uint64_t linalgScratchBytes(const StepSpec &step) {
   });
 }
 
-Expected<std::unique_ptr<Kernel>> prepareLinalg(const StepSpec &step) { return stepKernel(step, linalg); }
 
 }  // namespace ferry::cpu

@@ -189,9 +189,30 @@ Status Session::State::makeTables(Workspace &ws) const {
   return Status();
 }
 
+namespace {
+
+// Work on `later` waits for what was issued on `earlier` so far (both of `rt`'s streams).
+Status orderStreams(DeviceRuntime &rt, Stream earlier, Stream later) {
+  if (earlier.handle == later.handle) return Status();
+  Expected<Event> e = rt.recordEvent(earlier);
+  if (!e) return e.status();
+  Status s = rt.waitEvent(later, *e);
+  rt.destroyEvent(*e);
+  return s;
+}
+
+}  // namespace
+
 // A transfer step: within one runtime, straight between its devices' memory; between two
 // runtimes, through whichever side the host can address (the other uploads or downloads), or
 // through host staging memory when neither can be.
+//
+// Order: within one runtime the copy runs on the destination's stream after what the source's
+// stream wrote, and the source's stream goes on only once the copy has read (the memory plan may
+// give the source's bytes to a later step there): events, no host wait. Between runtimes the
+// host orders: the source's stream is finished before the copy is issued, and the copy before
+// the transfer returns (an asynchronous upload may read its host source late; a download's
+// host bytes are read next).
 Status Session::State::transfer(const Workspace &ws, const Step &step) const {
   const int32_t from = step.operands[0], to = step.result;
   const Slot &f = exe.slots[static_cast<size_t>(from)], &t = exe.slots[static_cast<size_t>(to)];
@@ -199,17 +220,29 @@ Status Session::State::transfer(const Workspace &ws, const Step &step) const {
   const std::byte *source = address(ws, from);
   std::byte *destination = address(ws, to);
   DeviceRuntime &src = runtime(f.device), &dst = runtime(t.device);
-  if (&src == &dst)
-    return src.copy(f.device, source, t.device, destination, bytes, streamOf(ws, to));
-  if (src.hostAccessible()) return dst.upload(source, t.device, destination, bytes, streamOf(ws, to));
-  // The destination reads host memory: the source must have finished writing it first.
-  FERRY_TRY(src.synchronize(streamOf(ws, from)));
-  if (dst.hostAccessible())
-    return src.download(f.device, source, destination, bytes, Stream{nullptr, f.device});
+  const Stream in = streamOf(ws, from), out = streamOf(ws, to);
+  if (&src == &dst) {
+    FERRY_TRY(orderStreams(src, in, out));
+    FERRY_TRY(src.copy(f.device, source, t.device, destination, bytes, out));
+    return orderStreams(src, out, in);
+  }
+  FERRY_TRY(src.synchronize(in));
+  if (src.hostAccessible()) {
+    FERRY_TRY(dst.upload(source, t.device, destination, bytes, out));
+    return dst.synchronize(out);
+  }
+  if (dst.hostAccessible()) {
+    FERRY_TRY(dst.synchronize(out));  // nothing there still reads the bytes about to be written
+    FERRY_TRY(src.download(f.device, source, destination, bytes, in));
+    return src.synchronize(in);
+  }
   Expected<std::byte *> staging = src.allocateHost(bytes);
   if (!staging) return staging.status();
-  Status s = src.download(f.device, source, *staging, bytes, Stream{nullptr, f.device});
-  if (s.ok()) s = dst.upload(*staging, t.device, destination, bytes, Stream{nullptr, t.device});
+  Status s = src.download(f.device, source, *staging, bytes, in);
+  if (s.ok()) s = src.synchronize(in);
+  if (s.ok()) s = dst.synchronize(out);
+  if (s.ok()) s = dst.upload(*staging, t.device, destination, bytes, out);
+  if (s.ok()) s = dst.synchronize(out);
   src.releaseHost(*staging);
   return s;
 }

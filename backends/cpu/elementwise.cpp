@@ -1,15 +1,21 @@
 // backends/cpu/elementwise.cpp — unary and binary elementwise ops, where and cast on the CPU.
 //
+// Prepared once per step (prepareUnary, prepareBinary, prepareWhere, prepareCast): the operand
+// dtypes and shapes are checked, gelu's mode read, each operand's walk over the result (its
+// broadcast dims merged) computed, and the op's block function picked for the storage type;
+// a launch runs that loop and nothing else, allocating nothing (buffers and cursor indices live
+// on the stack).
+//
 // Blocks of kBlock output elements: each operand is gathered (following broadcasting) into a
 // buffer of the type the op computes in — float for f16, bf16 and f32, double for f64, int64
-// for bool and the integers — the op runs over the buffers (Eigen arrays for floats, so exp,
-// tanh and the like are vectorised; plain loops the compiler vectorises where Eigen 3.4 would
-// run one scalar at a time: select and comparisons), and the block is stored in the result's
-// dtype, or is computed in the result itself when that holds the compute type. The dtype
-// switches sit outside the element loops, and templates are per storage type and per compute
-// type, not per (op, dtype) pair. Large tensors are split with parallelFor into chunks of whole
-// blocks, each with its own buffers and cursors; blocks start at multiples of kBlock however the
-// work is split, so results are bit-identical to a serial run.
+// for bool and the integers — the op's block function runs over the buffers (Eigen arrays for
+// floats, so exp, tanh and the like are vectorised; plain loops the compiler vectorises where
+// Eigen 3.4 would run one scalar at a time: select and comparisons), and the block is stored in
+// the result's dtype, or is computed in the result itself when that holds the compute type.
+// Launch loops are templates per storage type, block functions per compute type: not one per
+// (op, dtype) pair. Large tensors are split with parallelFor into chunks of whole blocks, each
+// with its own buffers and cursors; blocks start at multiples of kBlock however the work is
+// split, so results are bit-identical to a serial run.
 //
 // Semantics are the reference interpreter's (backends/reference/elementwise.cpp): integer
 // arithmetic wraps at the result's width, relu/maximum/minimum keep NaN, division is true
@@ -57,17 +63,6 @@ template <class F> decltype(auto) withStorage(DType dtype, F &&f) {
   }
   FERRY_CHECK(false) << "unknown dtype";
   return f(uint8_t{});
-}
-
-// The element type an op computing in `dtype` works in.
-template <class F> decltype(auto) withCompute(DType dtype, F &&f) {
-  switch (dtype) {
-    case DType::F16:
-    case DType::BF16:
-    case DType::F32: return f(float{});
-    case DType::F64: return f(double{});
-    default: return f(int64_t{});
-  }
 }
 
 template <class C, class S> C toCompute(S v) {

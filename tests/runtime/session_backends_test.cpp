@@ -5,13 +5,10 @@
 // at create.
 #include <gtest/gtest.h>
 
-#include <atomic>
-
-#include "backends/cpu/cpu_device.h"
-#include "backends/cpu/cpu_target.h"
 #include "backends/reference/interpreter.h"
 #include "common/parse.h"
 #include "passes/lower.h"
+#include "runtime/hosted_device.h"
 #include "runtime/session.h"
 
 namespace ferry {
@@ -34,95 +31,6 @@ Executable twoDevices() {
   Expected<Executable> exe = build(parseOk(kTwoDevices), o);
   EXPECT_TRUE(exe.ok()) << exe.status().message();
   return std::move(exe).value();
-}
-
-// A device runtime for devices `kind:0..N-1` that keeps their memory in a CPU device's virtual
-// devices cpu:0..N-1 and runs the CPU kernels: what a second backend looks like to the Session,
-// on a machine without one. Unless `hostAccessible`, the Session must treat its memory as a
-// GPU's: transfers go through its upload/download or host staging, never plain host access.
-class HostedDevice final : public DeviceRuntime {
- public:
-  HostedDevice(DeviceKind kind, int devices, bool hostAccessible)
-      : kind_(kind), hostAccessible_(hostAccessible), inner_(CpuDevice::Options{devices, true}) {
-    for (int i = 0; i < devices; ++i) devices_.push_back({kind, i});
-  }
-
-  std::span<const Device> devices() const override { return devices_; }
-  Expected<std::byte *> allocate(Device d, size_t bytes) override {
-    return inner_.allocate(inner(d), bytes);
-  }
-  void release(Device d, std::byte *data) override { inner_.release(inner(d), data); }
-  Expected<std::byte *> allocateHost(size_t bytes) override {
-    ++staged;
-    return DeviceRuntime::allocateHost(bytes);
-  }
-  bool hostAccessible() const override { return hostAccessible_; }
-  bool owns(Device d, const std::byte *data, size_t bytes) const override {
-    return d.kind == kind_ && inner_.owns(inner(d), data, bytes);
-  }
-  Status copy(Device from, const std::byte *source, Device to, std::byte *destination,
-              size_t bytes, Stream s) override {
-    return inner_.copy(inner(from), source, inner(to), destination, bytes, s);
-  }
-  Status upload(const std::byte *host, Device to, std::byte *destination, size_t bytes,
-                Stream s) override {
-    ++uploads;
-    return inner_.upload(host, inner(to), destination, bytes, s);
-  }
-  Status download(Device from, const std::byte *source, std::byte *host, size_t bytes,
-                  Stream s) override {
-    ++downloads;
-    return inner_.download(inner(from), source, host, bytes, s);
-  }
-  Expected<std::unique_ptr<PreparedKernel>> prepare(const KernelPlan &plan,
-                                                    const StepSpec &step) override {
-    return inner_.prepare(plan, StepSpec{step.op, step.attrs, step.operands, step.result,
-                                         inner(step.device), step.loc});
-  }
-  Status launch(const PreparedKernel &kernel, const KernelArgs &args, Stream s) override {
-    return inner_.launch(kernel, args, s);
-  }
-
-  static inline std::atomic<int> uploads = 0, downloads = 0, staged = 0;
-
- private:
-  Device inner(Device d) const {
-    FERRY_CHECK(d.kind == kind_) << d.str() << " is not a device of this runtime";
-    return Device::cpu(d.index);
-  }
-
-  DeviceKind kind_;
-  bool hostAccessible_;
-  CpuDevice inner_;
-  std::vector<Device> devices_;
-};
-
-// The CPU target's plans, for the hosted kind's devices: it runs the CPU kernels.
-class HostedTarget final : public Target {
- public:
-  explicit HostedTarget(DeviceKind kind) : kind_(kind) {}
-  DeviceKind kind() const override { return kind_; }
-  std::string_view description() const override { return "hosted"; }
-  KernelCapability capability(OpKind op, DType dtype) const override {
-    return cpu_.capability(op, dtype);
-  }
-  Expected<KernelPlan> lower(const StepSpec &step) const override {
-    return cpu_.lower(StepSpec{step.op, step.attrs, step.operands, step.result,
-                               Device::cpu(step.device.index), step.loc});
-  }
-
- private:
-  DeviceKind kind_;
-  CpuTarget cpu_;
-};
-
-BackendEntry hosted(DeviceKind kind, bool hostAccessible = false) {
-  return {kind, "hosted " + Device{kind, 0}.str(),
-          [kind] { return std::unique_ptr<Target>(std::make_unique<HostedTarget>(kind)); },
-          [kind, hostAccessible](const DeviceOptions &o) -> Expected<std::unique_ptr<DeviceRuntime>> {
-            return std::unique_ptr<DeviceRuntime>(
-                std::make_unique<HostedDevice>(kind, o.devices, hostAccessible));
-          }};
 }
 
 Session::Options withBackends(std::vector<BackendEntry> backends, bool checkPlan = true) {

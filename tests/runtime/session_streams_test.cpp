@@ -1,0 +1,83 @@
+// tests/runtime/session_streams_test.cpp — the Session orders work across streams itself: a
+// device runtime with queued streams (tests/runtime/hosted_device.h: work runs only when waited
+// for, as on a GPU) gives the reference's results for models whose steps and transfers span
+// several devices of one runtime and several runtimes.
+#include <gtest/gtest.h>
+
+#include "backends/reference/interpreter.h"
+#include "common/parse.h"
+#include "passes/lower.h"
+#include "runtime/hosted_device.h"
+#include "runtime/session.h"
+
+namespace ferry {
+namespace {
+
+// Runs `text` with cpu and a queued hosted cuda runtime of two devices, twice (the second run
+// reuses the workspace), against the reference.
+void expectReference(std::string_view text, bool hostAccessible) {
+  CompileOptions o;
+  o.devices = {Device::cpu(), Device::cuda(0), Device::cuda(1)};
+  o.placement = PlacementPolicy::Auto;
+  const std::vector<BackendEntry> registry{
+      builtinBackends().front(), hosted(DeviceKind::Cuda, hostAccessible, /*queued=*/true)};
+  Expected<Executable> exe = build(parseOk(text), o, nullptr, registry);
+  ASSERT_TRUE(exe.ok()) << exe.status().message();
+  Session::Options so;
+  so.backends = registry;
+  Expected<Session> s = Session::create(std::move(*exe), so);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  for (uint64_t seed : {1, 2}) {
+    const TensorData x = TensorData::randn(DType::F32, {64, 32}, seed);
+    Expected<std::vector<TensorData>> want = reference::run(parseOk(text), {{"x", x}});
+    ASSERT_TRUE(want.ok()) << want.status().message();
+    Expected<RunResult> r = s->run({{"x", x}});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r->outputs.size(), want->size());
+    for (size_t k = 0; k < want->size(); ++k) {
+      const TensorData &got = r->outputs[k].tensor.data();
+      ASSERT_EQ(got.type(), (*want)[k].type());
+      for (int64_t i = 0; i < got.numel(); ++i)
+        ASSERT_NEAR(got.at(i), (*want)[k].at(i), 1e-5) << "output " << k << " element " << i;
+    }
+  }
+}
+
+// cuda:1 computes, cuda:0 copies its result and goes on: the copy on cuda:0's stream must wait
+// for cuda:1's stream (an event), or it reads the bytes before relu wrote them.
+TEST(SessionStreams, ACopyBetweenDevicesOfOneRuntimeWaitsForItsSource) {
+  for (bool hostAccessible : {false, true}) {
+    SCOPED_TRACE(hostAccessible ? "host-accessible" : "device memory");
+    expectReference(R"(graph g {
+      input %x : f32[64,32] @cpu
+      %a @cuda:1 = relu(%x)
+      %b @cuda:0 = tanh(%a)
+      %c @cuda:0 = neg(%b)
+      output %c @cpu
+    })",
+                    hostAccessible);
+  }
+}
+
+// The host's bytes go up to cuda:0 and the CPU goes on computing into memory the plan may
+// reuse; what comes back is read by the CPU at once.
+TEST(SessionStreams, CopiesBetweenRuntimesFinishBeforeEitherSideGoesOn) {
+  for (bool hostAccessible : {false, true}) {
+    SCOPED_TRACE(hostAccessible ? "host-accessible" : "device memory");
+    expectReference(R"(graph g {
+      input %x : f32[64,32] @cpu
+      %a @cpu = relu(%x)
+      %b @cuda:0 = exp(%a)
+      %c @cpu = sigmoid(%x)
+      %d @cpu = neg(%c)
+      %e @cuda:0 = tanh(%b)
+      %f @cpu = add(%e, %d)
+      %g @cuda:1 = sub(%f, %a)
+      output %g @cpu
+    })",
+                    hostAccessible);
+  }
+}
+
+}  // namespace
+}  // namespace ferry

@@ -1,9 +1,9 @@
 // tests/backends/cpu_movement_test.cpp — the CPU backend's movement kernels: the dtypes they
 // claim, transpose in every permutation of a 4-D tensor, the errors of their contracts (gather out
-// of range, slice step 0, expand to a negative size), and the parallel paths of the movement and
-// elementwise kernels on tensors large enough to be split across the thread pool, byte for byte
-// against the reference interpreter. Concat, slice, gather and expand on edge shapes in every
-// dtype: tests/backends/conformance_test.cpp.
+// of range, slice step 0, expand to a negative size, ranks past 64), and the parallel paths of the
+// movement and elementwise kernels on tensors large enough to be split across the thread pool, byte
+// for byte against the reference interpreter. Concat, slice, gather and expand on edge shapes in
+// every dtype: tests/backends/conformance_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -171,14 +171,40 @@ TEST(CpuMovement, ExpandWithANegativeSizeIsOutsideItsContract) {
   for (const Shape &to : {Shape{-1, 3}, Shape{2, -1}, Shape{-5}}) {
     const std::vector<NamedAttr> attrs{attrIs("shape", to)};
     SCOPED_TRACE(shapeStr(to));
-    Expected<TensorData> got = runKernelOnly(b, info, {TensorData(DType::F32, {2, 3})},
-                                        completeAttrs(info, attrs), TensorType{DType::F32, {2, 3}});
+    Expected<TensorData> got =
+        runKernelOnly(b, info, {TensorData(DType::F32, {2, 3})}, completeAttrs(info, attrs),
+                      TensorType{DType::F32, {2, 3}});
     ASSERT_FALSE(got.ok());
     EXPECT_EQ(got.status().diagnostics()[0].code, "internal");
     EXPECT_NE(got.status().message().find("does not broadcast to " + shapeStr(to)),
               std::string::npos)
         << got.status().message();
   }
+}
+
+// The strided copies walk their outer dims with an index on the stack, as deep as artifact files
+// allow ranks (64): a result of higher rank is refused when the step is prepared.
+TEST(CpuMovement, RanksPastSixtyFourAreRefusedWhenPrepared) {
+  CpuDevice b(checked(1));
+  const OpInfo &expand = opInfo(OpKind::Expand), &transpose = opInfo(OpKind::Transpose);
+  const Shape deep(65, 1);
+  Expected<TensorData> got =
+      runKernelOnly(b, expand, {TensorData(DType::F32, {1})},
+                    completeAttrs(expand, {attrIs("shape", deep)}), TensorType{DType::F32, deep});
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().diagnostics()[0].code, "internal");
+  EXPECT_NE(got.status().message().find("has more than 64 dims"), std::string::npos)
+      << got.status().message();
+  got = runKernelOnly(b, transpose, {TensorData(DType::F32, deep)}, completeAttrs(transpose, {}),
+                      TensorType{DType::F32, deep});
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("has more than 64 dims"), std::string::npos)
+      << got.status().message();
+  // Rank 64 runs.
+  const Shape most(64, 1);
+  got = runKernelOnly(b, transpose, {TensorData(DType::F32, most)}, completeAttrs(transpose, {}),
+                      TensorType{DType::F32, most});
+  ASSERT_TRUE(got.ok()) << got.status().message();
 }
 
 // Tensors of about half a million elements: the kernels split their rows, pieces of rows and tiles

@@ -104,6 +104,12 @@ TEST(CpuPool, LargeInputsSplitOverThreadsMatchTheReference) {
                                   attrIs("padding", {1, 1}), attrB("count_include_pad", false)}));
     EXPECT_TRUE(matchesReference(b, OpKind::GlobalAvgPool, {x}, {}));
   }
+  // f16 rows go through row buffers in the step's scratch, one pair per chunk: with this many
+  // short rows the buffers are capped (pool.cpp, kSlots), whatever the thread count.
+  const TensorData many = sample(DType::F16, {4, 512, 32, 32}, OpKind::MaxPool2d, seed++);
+  EXPECT_TRUE(matchesReference(b, OpKind::MaxPool2d, {many}, {attrIs("kernel", {2, 2})}));
+  EXPECT_TRUE(matchesReference(b, OpKind::AvgPool2d, {many},
+                               {attrIs("kernel", {3, 3}), attrIs("padding", {1, 1})}));
 }
 
 TEST(CpuPool, RefusesCallsOutsideTheContract) {
@@ -112,20 +118,21 @@ TEST(CpuPool, RefusesCallsOutsideTheContract) {
   const Attrs attrs = completeAttrs(mx, {attrIs("kernel", {2, 2})});
   // An operand in another dtype than the result: a cast is missing.
   Expected<TensorData> r = runKernelOnly(b, mx, {TensorData(DType::F16, {1, 1, 4, 4})}, attrs,
-                                    TensorType{DType::F32, {1, 1, 2, 2}});
+                                         TensorType{DType::F32, {1, 1, 2, 2}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().diagnostics()[0].code, "internal");
   EXPECT_NE(r.status().message().find("a cast is missing"), std::string::npos)
       << r.status().message();
   // A result shape the attributes do not give.
   r = runKernelOnly(b, mx, {TensorData(DType::F32, {1, 1, 4, 4})}, attrs,
-               TensorType{DType::F32, {1, 1, 3, 3}});
+                    TensorType{DType::F32, {1, 1, 3, 3}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("called outside its contract"), std::string::npos)
       << r.status().message();
   // A kernel attribute shape inference would have rejected.
   r = runKernelOnly(b, mx, {TensorData(DType::F32, {1, 1, 4, 4})},
-               completeAttrs(mx, {attrIs("kernel", {0, 2})}), TensorType{DType::F32, {1, 1, 4, 2}});
+                    completeAttrs(mx, {attrIs("kernel", {0, 2})}),
+                    TensorType{DType::F32, {1, 1, 4, 2}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("kernel must be 2 ints"), std::string::npos)
       << r.status().message();

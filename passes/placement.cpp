@@ -363,7 +363,21 @@ void insertTransfers(Placer &p) {
     Label want = p.outputPin[i];
     if (p.label[o.value] == want) continue;
     Location loc = o.loc;
-    g.setOutputValue(i, copyOf(o.value, want, INT32_MAX, loc));
+    const ValueId v = o.value, copy = copyOf(v, want, INT32_MAX, loc);
+    g.setOutputValue(i, copy);
+    // Callers fetch outputs by name: the copy takes the output's name, the value it copies gets
+    // another. An input or param keeps its own name (callers feed it by that name), and so does
+    // a value some other output still returns.
+    const Value &val = g.value(v);
+    const bool stillOutput = std::any_of(g.outputs().begin(), g.outputs().end(),
+                                         [&](const OutputDecl &other) { return other.value == v; });
+    const std::string &copyName = g.value(copy).name;
+    const bool generated = copyName.rfind(val.name + ".", 0) == 0;  // not one a compile named
+    if (val.kind == ValueKind::Result && !stillOutput && generated) {
+      const std::string name = val.name;
+      g.rename(v, g.uniqueName(name + "." + deviceSuffix(p.devices[p.label[v]])));
+      g.rename(copy, name);
+    }
   }
   if (copies.size() == existing) return;
 

@@ -124,7 +124,8 @@ TEST(BudgetEndToEnd, D2hErrorRejectsTheModelD2hWarnCompilesItWithAWarning) {
   const Diagnostic &d = rejected.diagnostics[0];
   EXPECT_EQ(d.code, "budget");
   EXPECT_EQ(d.loc.line, 4);  // where the copy is needed: the pinned output
-  EXPECT_EQ(d.message.rfind("device-to-host transfer of %y from cuda:0 to cpu: 32768 bytes per "
+  // %y is the output's name, so the value computed on cuda:0 is %y.cuda0.
+  EXPECT_EQ(d.message.rfind("device-to-host transfer of %y.cuda0 from cuda:0 to cpu: 32768 bytes per "
                             "run (f32[32,256]), budget d2h=error",
                             0),
             0u)

@@ -191,6 +191,38 @@ TEST(Session, OutputsComeBackOnTheirDeviceWhenAsked) {
   EXPECT_EQ(r->outputs[0].tensor.device(), where);
 }
 
+// An output pinned to another device than its value's keeps the name the user gave it, under
+// every policy: the manifest, the run's outputs and RunResult::find all say "y". The value the
+// transfer copies gets another name; an input stays what callers feed.
+TEST(Session, APinnedOutputKeepsItsNameUnderEveryPolicy) {
+  constexpr std::string_view text = R"(graph g {
+    input %x : f32[4,3] @cpu:1
+    %y = relu(%x)
+    %z = neg(%y)
+    output %y @cpu
+    output %z
+    output %x @cpu
+  })";
+  for (PlacementPolicy policy : {PlacementPolicy::Strict, PlacementPolicy::Auto}) {
+    SCOPED_TRACE(placementPolicyName(policy));
+    Session s = open(text, on({Device::cpu(), Device::cpu(1)}, policy));
+    const Executable &exe = s.executable();
+    std::vector<std::string> names;
+    for (int32_t o : exe.outputs) names.push_back(exe.slots[static_cast<size_t>(o)].name);
+    EXPECT_EQ(names[0], "y");
+    EXPECT_EQ(names[1], "z");
+    const TensorData x = sample(DType::F32, {4, 3}, 5);
+    Expected<Tensor> on1 = Tensor(x).to(Device::cpu(1));
+    ASSERT_TRUE(on1.ok());
+    Expected<RunResult> r = s.run({{"x", *on1}});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    const Tensor *y = r->find("y");
+    ASSERT_NE(y, nullptr) << "outputs: " << names[0] << ", " << names[1] << ", " << names[2];
+    for (int64_t i = 0; i < x.numel(); ++i) EXPECT_EQ(y->data().at(i), std::max(0.0, x.at(i)));
+    EXPECT_NE(r->find("z"), nullptr);
+  }
+}
+
 // 8 threads x 200 runs of one checked session, each thread with its own inputs, every output
 // compared with the reference: a one-device elementwise model, and a two-device one whose runs
 // copy between arenas (`copies`: its plan has transfers, each run's counted and checked against

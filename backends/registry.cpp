@@ -28,4 +28,17 @@ const BackendEntry *findBackend(const std::vector<BackendEntry> &registry, Devic
   return nullptr;
 }
 
+std::optional<Device> firstWithoutBackend(std::span<const Device> devices,
+                                          const std::vector<BackendEntry> &registry) {
+  for (Device d : devices)
+    if (!findBackend(registry, d.kind)) return d;
+  return std::nullopt;
+}
+
+std::string describeBackends(const std::vector<BackendEntry> &registry) {
+  std::string s;
+  for (const BackendEntry &e : registry) s += (s.empty() ? "" : "; ") + e.description;
+  return s.empty() ? "none" : s;
+}
+
 }  // namespace ferry

@@ -10,6 +10,8 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,5 +45,12 @@ const std::vector<BackendEntry> &builtinBackends();
 
 /// The entry of `registry` for `kind`, or nullptr.
 const BackendEntry *findBackend(const std::vector<BackendEntry> &registry, DeviceKind kind);
+
+/// The first of `devices` whose kind has no entry in `registry`, if any.
+std::optional<Device> firstWithoutBackend(std::span<const Device> devices,
+                                          const std::vector<BackendEntry> &registry);
+
+/// "cpu, with virtual devices cpu:N; ...": what `registry` holds, for messages.
+std::string describeBackends(const std::vector<BackendEntry> &registry);
 
 }  // namespace ferry

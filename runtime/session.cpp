@@ -34,12 +34,6 @@ std::map<DeviceKind, int> devicesByKind(const Executable &exe) {
   return count;
 }
 
-std::string describe(const std::vector<BackendEntry> &registry) {
-  std::string s;
-  for (const BackendEntry &e : registry) s += (s.empty() ? "" : "; ") + e.description;
-  return s.empty() ? "none" : s;
-}
-
 }  // namespace
 
 struct Session::State {
@@ -274,7 +268,7 @@ Expected<Session> Session::create(Executable exe, Options options) {
     if (!entry)
       return makeError("device", "the executable '" + exe.name + "' runs on " + first.str() +
                                      ", and this build of ferry has no backend for it (backends: " +
-                                     describe(registry) + ")");
+                                     describeBackends(registry) + ")");
     if (!entry->device)
       return makeError("internal", "the registry entry for " + first.str() + " (" +
                                        entry->description + ") has no way to make its device runtime");

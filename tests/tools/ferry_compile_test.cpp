@@ -71,6 +71,26 @@ std::string withoutTimings(const std::string &stats) {
 
 class FerryCompile : public FerryCompileTest {};
 
+// Compiling for a device kind this build has no backend for is allowed (ahead of time), and
+// said once: the executable will not run on this build. A model for the CPU alone says nothing.
+TEST_F(FerryCompile, SaysOnceWhenTheModelWillNotRunOnThisBuild) {
+  const std::string model = write("c.fy", R"(graph g {
+  input %x : f32[4] @cuda:0
+  %y = relu(%x)
+  output %y @cpu
+})");
+  const std::string warning =
+      "warning: the model is compiled for cuda:0, and this build of ferry has no backend for it "
+      "(backends: cpu, with virtual devices cpu:N): it will not run on this build [device]";
+  Result r = run(model + " --devices cpu,cuda:0 -o " + path("c.ferry"));
+  EXPECT_EQ(r.exit, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(path("c.ferry")));
+  EXPECT_EQ(count(r.err, warning), 1u) << r.err;
+  Result cpuOnly = run(write("cpu.fy", "graph g {\n  input %x : f32[4]\n  %y = relu(%x)\n  output %y\n}\n"));
+  EXPECT_EQ(cpuOnly.exit, 0) << cpuOnly.err;
+  EXPECT_FALSE(contains(cpuOnly.err, "no backend")) << cpuOnly.err;
+}
+
 TEST_F(FerryCompile, EmitsTextByDefault) {
   std::string model = write("mlp.fy", kMlp);
   Result r = run(shellQuote(model));

@@ -113,6 +113,28 @@ void expectClose(const TensorData &got, const TensorData &want, double tolerance
     ASSERT_NEAR(got.at(i), want.at(i), tolerance) << "element " << i;
 }
 
+// A model for a device this build has no backend for: said before anything is compiled (.fy)
+// or before the session is made (a saved executable), with the device named.
+TEST_F(FerryRun, AModelForADeviceWithoutABackendIsRefusedUpFront) {
+  const std::string model = write("c.fy", R"(graph g {
+  input %x : f32[4] @cuda:0
+  %y = relu(%x)
+  output %y @cpu
+})");
+  Result fy = run(model + " --devices cpu,cuda:0 --random-inputs");
+  EXPECT_EQ(fy.exit, 1) << fy.err;
+  EXPECT_EQ(fy.out, "");  // nothing compiled, nothing run
+  EXPECT_TRUE(contains(fy.err, "error: --devices names cuda:0, and this build of ferry has no "
+                               "backend for it (backends: cpu, with virtual devices cpu:N) [device]"))
+      << fy.err;
+  ASSERT_EQ(runTool(FERRY_COMPILE, model + " --devices cpu,cuda:0 -o " + path("c.ferry")).exit, 0);
+  Result saved = run(path("c.ferry") + " --random-inputs");
+  EXPECT_EQ(saved.exit, 1) << saved.err;
+  EXPECT_FALSE(contains(saved.out, "time per run")) << saved.out;
+  EXPECT_TRUE(contains(saved.err, "runs on cuda:0, and this build of ferry has no backend for it"))
+      << saved.err;
+}
+
 TEST_F(FerryRun, ExampleMlpWithRandomInputs) {
   Result r = run(shellQuote(example("mlp.fy").string()) + " --random-inputs --iterations 3");
   ASSERT_EQ(r.exit, 0) << r.err;

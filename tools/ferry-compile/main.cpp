@@ -191,6 +191,19 @@ int run(const Options &o, Report &report) {
     if (r.to.path.empty())
       if (Status s = write(r, result, o, summary); !s.ok()) return report.usage(oneLine(s), "io");
   report.diagnostics(result.diagnostics);
+  // Compiling ahead of time for a device this build cannot drive is allowed; saying so once
+  // saves a surprise at ferry-run.
+  if (result.ok())
+    if (std::optional<Device> d = firstWithoutBackend(options.devices, builtinBackends())) {
+      Diagnostic w{Severity::Warning, "device", {},
+                   "the model is compiled for " + d->str() +
+                       ", and this build of ferry has no backend for it (backends: " +
+                       describeBackends(builtinBackends()) + "): it will not run on this build",
+                   {}, {}};
+      w.fix("run it with a build of ferry that has a backend for " + d->str() +
+            ", or compile with --devices that leave it out");
+      report.diagnostics(std::span<const Diagnostic>(&w, 1));
+    }
   if (!result.ok()) {
     if (explainRejection) report.info("explain", suggestOptions(*original, options));
     if (!named->empty())

@@ -155,6 +155,17 @@ std::variant<Executable, int> loadModel(const Options &o, const Plan &p, Report 
     if (!exe) return report.usage(oneLine(exe.status()));
     return std::move(exe).value();
   }
+  // Nothing is compiled for a device this build cannot run.
+  if (std::optional<Device> d = firstWithoutBackend(p.compile.devices, builtinBackends())) {
+    Diagnostic e{Severity::Error, "device", {},
+                 "--devices names " + d->str() + ", and this build of ferry has no backend for it " +
+                     "(backends: " + describeBackends(builtinBackends()) + ")",
+                 {}, {}};
+    e.fix("run with --devices that leave it out, or with a build of ferry that has a backend for " +
+          d->str());
+    printDiagnostics(report, std::span<const Diagnostic>(&e, 1));
+    return kFailed;
+  }
   Expected<Graph> graph = parseFile(o.model);
   if (!graph) {
     const std::vector<Diagnostic> &ds = graph.status().diagnostics();

@@ -98,8 +98,8 @@ TEST(CpuNormalize, ReductionsOverEmptyDims) {
   // rejects it, so the call is made by hand).
   const OpInfo &mx = opInfo(OpKind::Max);
   Expected<TensorData> r =
-      runKernelOnly(b, mx, {TensorData(DType::F32, {2, 0})}, completeAttrs(mx, {attrIs("axes", {1})}),
-               TensorType{DType::F32, {2}});
+      runKernelOnly(b, mx, {TensorData(DType::F32, {2, 0})},
+                    completeAttrs(mx, {attrIs("axes", {1})}), TensorType{DType::F32, {2}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().diagnostics()[0].code, "runtime");
   EXPECT_EQ(r.status().diagnostics()[0].message,
@@ -193,32 +193,38 @@ TEST(CpuNormalize, LargeInputsSplitOverThreadsMatchTheReference) {
   EXPECT_TRUE(matchesReference(b, OpKind::Max, {x}, {attrIs("axes", {0})}));
 }
 
-TEST(CpuNormalize, RefusesCallsOutsideTheContract) {
+// A step outside the contract is refused when its kernel is prepared (Session::create), before
+// any launch: prepare checks the step and works out everything the launches use.
+TEST(CpuNormalize, RefusesStepsOutsideTheContractWhenPrepared) {
   CpuDevice b(checked(1));
-  auto expectInternal = [&](OpKind k, std::vector<TensorData> in, std::vector<NamedAttr> attrs,
+  auto expectInternal = [&](OpKind k, std::vector<TensorType> in, std::vector<NamedAttr> attrs,
                             TensorType result, std::string_view text) {
     const OpInfo &info = opInfo(k);
-    Expected<TensorData> r = runKernelOnly(b, info, in, completeAttrs(info, attrs), result);
+    KernelPlan plan;
+    Expected<std::unique_ptr<PreparedKernel>> r = prepareOnCpu(
+        b, info, in, completeAttrs(info, attrs), result, Device::cpu(), plan, Route::KernelOnly);
     ASSERT_FALSE(r.ok()) << info.name;
     EXPECT_EQ(r.status().diagnostics()[0].code, "internal");
     EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status().message();
   };
+  const TensorType f32x3{DType::F32, {3}}, f32x2x3{DType::F32, {2, 3}};
   // sum of an integer gives i64, not i32.
-  expectInternal(OpKind::Sum, {TensorData(DType::I32, {3})}, {}, TensorType{DType::I64, {3}},
+  expectInternal(OpKind::Sum, {{DType::I32, {3}}}, {}, TensorType{DType::I64, {3}},
                  "result i64[3]");
-  expectInternal(OpKind::Sum, {TensorData(DType::I32, {3})}, {}, TensorType{DType::I32, {}},
+  expectInternal(OpKind::Sum, {{DType::I32, {3}}}, {}, TensorType{DType::I32, {}},
                  "operand i32[3] with result i32[]");
-  expectInternal(OpKind::Max, {TensorData(DType::F16, {3})}, {}, TensorType{DType::F32, {}},
+  expectInternal(OpKind::Max, {{DType::F16, {3}}}, {}, TensorType{DType::F32, {}},
                  "operand f16[3] with result f32[]");
-  expectInternal(OpKind::Softmax, {TensorData(DType::F32, {2, 3})}, {attrI("axis", 2)},
-                 TensorType{DType::F32, {2, 3}}, "axis 2 of f32[2,3]");
-  expectInternal(OpKind::LayerNorm, {TensorData(DType::F32, {2, 3}), TensorData(DType::F16, {3})},
-                 {}, TensorType{DType::F32, {2, 3}}, "a cast is missing");
-  expectInternal(OpKind::BatchNorm,
-                 {TensorData(DType::F32, {2, 3}), TensorData(DType::F32, {2}),
-                  TensorData(DType::F32, {3}), TensorData(DType::F32, {3}),
-                  TensorData(DType::F32, {3})},
-                 {}, TensorType{DType::F32, {2, 3}}, "operand 1 f32[2] for f32[2,3]");
+  expectInternal(OpKind::Mean, {f32x2x3}, {attrIs("axes", {0, -3})}, f32x3, "axis -3 of f32[2,3]");
+  expectInternal(OpKind::Softmax, {f32x2x3}, {attrI("axis", 2)}, f32x2x3, "axis 2 of f32[2,3]");
+  expectInternal(OpKind::LogSoftmax, {f32x2x3}, {}, f32x3, "result f32[3] for operand f32[2,3]");
+  expectInternal(OpKind::LayerNorm, {f32x2x3, {DType::F16, {3}}}, {}, f32x2x3, "a cast is missing");
+  expectInternal(OpKind::LayerNorm, {f32x2x3, f32x2x3}, {}, f32x2x3,
+                 "operand 1 f32[2,3] for f32[2,3] from axis 1");
+  expectInternal(OpKind::BatchNorm, {f32x2x3, {DType::F32, {2}}, f32x3, f32x3, f32x3}, {}, f32x2x3,
+                 "operand 1 f32[2] for f32[2,3]");
+  expectInternal(OpKind::BatchNorm, {f32x3, f32x3, f32x3, f32x3, f32x3}, {}, f32x3,
+                 "operand f32[3]");
 }
 
 }  // namespace

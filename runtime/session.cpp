@@ -410,6 +410,7 @@ Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,
   const Executable &exe = st.exe;
   const Clock::time_point start = Clock::now();
   RunResult result;
+  result.outputs.reserve(exe.outputs.size());
   RunStats &stats = result.stats;
   std::vector<const Tensor *> bySlot(exe.slots.size(), nullptr);
   if (Status s = st.checkInputs(inputs, bySlot, stats); !s.ok()) return s;

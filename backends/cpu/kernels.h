@@ -32,7 +32,6 @@ struct TensorView {
 /// decided when the kernel was prepared.
 struct KernelCall {
   const OpInfo &op;
-  const Attrs &attrs;
   std::span<const TensorView> operands;
   TensorView result;
   const Location &loc;  ///< the step's source location, for errors
@@ -68,7 +67,6 @@ template <class F> class StepKernel final : public Kernel {
  public:
   StepKernel(const StepSpec &step, F compute)
       : op_(step.op),
-        attrs_(step.attrs),
         operands_(step.operands.begin(), step.operands.end()),
         result_(step.result),
         device_(step.device),
@@ -87,13 +85,12 @@ template <class F> class StepKernel final : public Kernel {
     }
     for (size_t i = 0; i < n; ++i)
       views[i] = {const_cast<std::byte *>(args.operands[i]), &operands_[i], device_};
-    return compute_(KernelCall{op_, attrs_, std::span<const TensorView>(views, n),
+    return compute_(KernelCall{op_, std::span<const TensorView>(views, n),
                                {args.result, &result_, device_}, loc_, args.scratch});
   }
 
  private:
   const OpInfo &op_;
-  Attrs attrs_;
   std::vector<TensorType> operands_;
   TensorType result_;
   Device device_;

@@ -16,6 +16,10 @@ namespace ferry::alloctest {
 /// not kernels).
 std::map<std::string, long> allocationsPerOp(const std::string &model, CompileOptions options);
 
+/// Heap allocations of one Session::run of `model` compiled with `options`, after a first run
+/// (inputs made once, zeros); the executable's output count into `outputs`.
+long allocationsPerRun(const std::string &model, CompileOptions options, long *outputs);
+
 /// "op=n op=n ..." for failure messages.
 std::string str(const std::map<std::string, long> &perOp);
 

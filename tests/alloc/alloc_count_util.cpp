@@ -11,6 +11,7 @@
 #include "backends/cpu/cpu_device.h"
 #include "ir/parser.h"
 #include "passes/lower.h"
+#include "runtime/session.h"
 
 namespace {
 std::atomic<long> allocations{0};
@@ -81,6 +82,33 @@ std::map<std::string, long> allocationsPerOp(const std::string &model, CompileOp
       if (round == 1) perOp[s.op] += after - before;
     }
   return perOp;
+}
+
+long allocationsPerRun(const std::string &model, CompileOptions options, long *outputs) {
+  Expected<Graph> g = parseFile(std::string(FERRY_SOURCE_DIR) + "/" + model);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  if (!g) return -1;
+  Expected<Executable> exe = build(std::move(*g), options);
+  EXPECT_TRUE(exe.ok()) << exe.status().message();
+  if (!exe) return -1;
+  *outputs = static_cast<long>(exe->outputs.size());
+  std::vector<NamedTensor> inputs;
+  for (int32_t i : exe->inputs) {
+    const Slot &s = exe->slots[static_cast<size_t>(i)];
+    Expected<Tensor> t = Tensor::zeros(s.type.dtype, s.type.shape).to(s.device);
+    EXPECT_TRUE(t.ok());
+    if (!t) return -1;
+    inputs.push_back({s.name, *t});
+  }
+  Expected<Session> session = Session::create(std::move(*exe));
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  if (!session) return -1;
+  EXPECT_TRUE(session->run(inputs).ok());
+  const long before = allocations.load();
+  Expected<RunResult> r = session->run(inputs);
+  const long after = allocations.load();
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return after - before;
 }
 
 std::string str(const std::map<std::string, long> &perOp) {

@@ -16,6 +16,7 @@ enum class Family : uint8_t {
   Linalg,
   Pool,
   Normalize,
+  Reduce,
   Movement
 };
 
@@ -63,11 +64,11 @@ Family familyOf(OpKind k) {
     case OpKind::GlobalAvgPool: return Family::Pool;
     case OpKind::BatchNorm:
     case OpKind::LayerNorm:
-    case OpKind::Sum:
-    case OpKind::Mean:
-    case OpKind::Max:
     case OpKind::Softmax:
     case OpKind::LogSoftmax: return Family::Normalize;
+    case OpKind::Sum:
+    case OpKind::Mean:
+    case OpKind::Max: return Family::Reduce;
     case OpKind::Transpose:
     case OpKind::Concat:
     case OpKind::Slice:
@@ -96,6 +97,7 @@ bool hasKernel(OpKind op, DType dtype) {
     case Family::Linalg: return linalgSupports(op, dtype);
     case Family::Pool: return poolSupports(op, dtype);
     case Family::Normalize: return normalizeSupports(op, dtype);
+    case Family::Reduce: return reduceSupports(op, dtype);
     case Family::Movement: return movementSupports(op, dtype);
   }
   return false;
@@ -135,6 +137,7 @@ FamilyPrepare familyPrepare(OpKind op) {
     case Family::Linalg: return prepareLinalg;
     case Family::Pool: return preparePool;
     case Family::Normalize: return prepareNormalize;
+    case Family::Reduce: return prepareReduce;
     case Family::Movement: return prepareMovement;
   }
   return nullptr;
@@ -146,6 +149,7 @@ uint64_t scratchBytes(const StepSpec &step) {
     case Family::Linalg: return linalgScratchBytes(step);
     case Family::Pool: return poolScratchBytes(step);
     case Family::Normalize: return normalizeScratchBytes(step);
+    case Family::Reduce: return reduceScratchBytes(step);
     case Family::Movement: return movementScratchBytes(step);
     default: return 0;
   }

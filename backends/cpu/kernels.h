@@ -133,10 +133,14 @@ Expected<std::unique_ptr<Kernel>> prepareLinalg(const StepSpec &step);
 bool poolSupports(OpKind op, DType dtype);
 uint64_t poolScratchBytes(const StepSpec &step);
 Expected<std::unique_ptr<Kernel>> preparePool(const StepSpec &step);
-// normalize.cpp: batch_norm, layer_norm, softmax, log_softmax, sum, mean, max.
+// normalize.cpp: batch_norm, layer_norm, softmax, log_softmax.
 bool normalizeSupports(OpKind op, DType dtype);
 uint64_t normalizeScratchBytes(const StepSpec &step);
 Expected<std::unique_ptr<Kernel>> prepareNormalize(const StepSpec &step);
+// reduce.cpp: sum, mean, max.
+bool reduceSupports(OpKind op, DType dtype);
+uint64_t reduceScratchBytes(const StepSpec &step);
+Expected<std::unique_ptr<Kernel>> prepareReduce(const StepSpec &step);
 // movement.cpp: transpose, concat, slice, gather, expand.
 bool movementSupports(OpKind op, DType dtype);
 uint64_t movementScratchBytes(const StepSpec &step);

@@ -94,11 +94,13 @@ bool hasKernel(OpKind op, DType dtype) {
     case Family::Cast:
     case Family::Copy:
     case Family::Constant: return true;
-    case Family::Linalg: return linalgSupports(op, dtype);
-    case Family::Pool: return poolSupports(op, dtype);
-    case Family::Normalize: return normalizeSupports(op, dtype);
-    case Family::Reduce: return reduceSupports(op, dtype);
-    case Family::Movement: return movementSupports(op, dtype);
+    // Every dtype the op accepts: the families convert what they do not compute in natively
+    // (f16/bf16 through f32, integers through int64).
+    case Family::Linalg:
+    case Family::Pool:
+    case Family::Normalize:
+    case Family::Reduce:
+    case Family::Movement: return acceptsDType(info.accepts, dtype);
   }
   return false;
 }

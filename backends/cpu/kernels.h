@@ -117,8 +117,8 @@ std::unique_ptr<Kernel> prepareSmallGemm(const StepSpec &step);
 /// im2col columns, batch offsets); 0 for other families.
 uint64_t linalgScratchBytes(const StepSpec &step);
 
-// Families. Each family file says which dtypes it computes in (xxxSupports(op, dtype), with
-// `dtype` as hasKernel takes it) and prepares the family's kernels.
+// Families. Each family file prepares the family's kernels (and says how much scratch they
+// take); which dtypes each computes in is hasKernel's (dispatch.cpp).
 // elementwise.cpp, copy.cpp: every dtype the op accepts (float-producing ops: floating only).
 Expected<std::unique_ptr<Kernel>> prepareUnary(const StepSpec &step);
 Expected<std::unique_ptr<Kernel>> prepareBinary(const StepSpec &step);  // arithmetic, comparisons
@@ -127,22 +127,17 @@ Expected<std::unique_ptr<Kernel>> prepareCast(const StepSpec &step);
 Expected<std::unique_ptr<Kernel>> prepareCopy(const StepSpec &step);  // reshape-like ops, identity
 Expected<std::unique_ptr<Kernel>> prepareConstant(const StepSpec &step);
 // linalg.cpp: matmul, linear, conv2d.
-bool linalgSupports(OpKind op, DType dtype);
 Expected<std::unique_ptr<Kernel>> prepareLinalg(const StepSpec &step);
 // pool.cpp: max_pool2d, avg_pool2d, global_avg_pool.
-bool poolSupports(OpKind op, DType dtype);
 uint64_t poolScratchBytes(const StepSpec &step);
 Expected<std::unique_ptr<Kernel>> preparePool(const StepSpec &step);
 // normalize.cpp: batch_norm, layer_norm, softmax, log_softmax.
-bool normalizeSupports(OpKind op, DType dtype);
 uint64_t normalizeScratchBytes(const StepSpec &step);
 Expected<std::unique_ptr<Kernel>> prepareNormalize(const StepSpec &step);
 // reduce.cpp: sum, mean, max.
-bool reduceSupports(OpKind op, DType dtype);
 uint64_t reduceScratchBytes(const StepSpec &step);
 Expected<std::unique_ptr<Kernel>> prepareReduce(const StepSpec &step);
 // movement.cpp: transpose, concat, slice, gather, expand.
-bool movementSupports(OpKind op, DType dtype);
 uint64_t movementScratchBytes(const StepSpec &step);
 Expected<std::unique_ptr<Kernel>> prepareMovement(const StepSpec &step);
 

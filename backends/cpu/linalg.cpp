@@ -473,14 +473,6 @@ Expected<std::unique_ptr<Kernel>> linalgKernel(const StepSpec &step, Expected<Pl
 
 }  // namespace
 
-bool linalgSupports(OpKind op, DType dtype) {
-  switch (op) {
-    case OpKind::Matmul:
-    case OpKind::Linear:
-    case OpKind::Conv2d: return acceptsDType(opInfo(op).accepts, dtype);
-    default: return false;
-  }
-}
 
 Expected<std::unique_ptr<Kernel>> prepareLinalg(const StepSpec &step) {
   switch (step.op.kind) {

@@ -608,16 +608,6 @@ template <class K> Expected<std::unique_ptr<Kernel>> kernelOf(const StepSpec &st
 
 }  // namespace
 
-bool movementSupports(OpKind op, DType dtype) {
-  switch (op) {
-    case OpKind::Transpose:
-    case OpKind::Concat:
-    case OpKind::Slice:
-    case OpKind::Gather:
-    case OpKind::Expand: return acceptsDType(opInfo(op).accepts, dtype);
-    default: return false;
-  }
-}
 
 // Gather's indices, wrapped (Gather::operator()); the other ops take none.
 uint64_t movementScratchBytes(const StepSpec &step) {

@@ -430,15 +430,6 @@ Expected<Geometry> geometryOf(const StepSpec &step) {
 
 }  // namespace
 
-bool normalizeSupports(OpKind op, DType dtype) {
-  switch (op) {
-    case OpKind::BatchNorm:
-    case OpKind::LayerNorm:
-    case OpKind::Softmax:
-    case OpKind::LogSoftmax: return isFloating(dtype);
-    default: return false;
-  }
-}
 
 uint64_t normalizeScratchBytes(const StepSpec &step) {
   // A step outside the contract takes none: prepareNormalize refuses it.

@@ -337,14 +337,6 @@ bool windowPool(OpKind op) { return op == OpKind::MaxPool2d || op == OpKind::Avg
 
 }  // namespace
 
-bool poolSupports(OpKind op, DType dtype) {
-  switch (op) {
-    case OpKind::MaxPool2d:
-    case OpKind::AvgPool2d:
-    case OpKind::GlobalAvgPool: return isFloating(dtype);
-    default: return false;
-  }
-}
 
 // The row buffers of an f16/bf16 window pool (RowPlan); a step outside the contract takes none
 // (prepare refuses it).

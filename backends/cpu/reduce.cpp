@@ -428,16 +428,6 @@ Expected<std::unique_ptr<Kernel>> kernelFor(const StepSpec &step, const ReduceGe
 
 }  // namespace
 
-bool reduceSupports(OpKind op, DType dtype) {
-  switch (op) {
-    case OpKind::Mean: return isFloating(dtype);
-    // sum's result is i64 for bool/integer operands, but a pinned sum is placed by its pin (the
-    // operand's dtype), so every dtype counts; max keeps its operand's dtype.
-    case OpKind::Sum:
-    case OpKind::Max: return true;
-    default: return false;
-  }
-}
 
 namespace {
 

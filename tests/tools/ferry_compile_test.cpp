@@ -91,6 +91,36 @@ TEST_F(FerryCompile, SaysOnceWhenTheModelWillNotRunOnThisBuild) {
   EXPECT_FALSE(contains(cpuOnly.err, "no backend")) << cpuOnly.err;
 }
 
+// Auto placement's cost model comes from --cost-file and --cost (which wins), steers the plan,
+// and --explain prints the one used; bad settings are one-line usage errors naming the flag.
+TEST_F(FerryCompile, TheCostModelIsGivenOnTheCommandLineAndExplained) {
+  const std::string model = write("g.fy", R"(graph g {
+  input %x : f32[256,1024] @cpu
+  param %w : f32[1024,1024] = randn(seed=1)
+  %y = matmul(%x, %w)
+  output %y @cpu
+})");
+  const std::string flags = model + " --devices cpu,cuda:0 --placement auto";
+  Result fast = run(flags);
+  ASSERT_EQ(fast.exit, 0) << fast.err;
+  EXPECT_TRUE(contains(fast.out, "%y.cuda0 : f32[256,1024] @cuda:0 = matmul(")) << fast.out;
+  const std::string cost = write("slow.cost", "# a slow bus\nh2d.bandwidth = 1e6\nd2h.bandwidth = 1e6\n");
+  Result slow = run(flags + " --cost-file " + cost + " --explain %y");
+  ASSERT_EQ(slow.exit, 0) << slow.err;
+  EXPECT_TRUE(contains(slow.out, "%y : f32[256,1024] @cpu = matmul(")) << slow.out;
+  EXPECT_TRUE(contains(slow.err, "explain: auto placement priced with this cost model (--cost, "
+                                 "--cost-file): cpu.flops=1e+11, "))
+      << slow.err;
+  EXPECT_TRUE(contains(slow.err, "h2d.bandwidth=1e+06, h2d.latency=1e-05, d2h.bandwidth=1e+06"))
+      << slow.err;
+  Result back = run(flags + " --cost-file " + cost + " --cost h2d.bandwidth=2e10,d2h.bandwidth=2e10");
+  EXPECT_TRUE(contains(back.out, "@cuda:0 = matmul(")) << back.out;
+  expectUsageError(flags + " --cost cuda.flops=0",
+                   "--cost: cuda.flops: expected a positive number (e.g. 2e10), got '0'");
+  expectUsageError(flags + " --cost-file " + write("bad.cost", "cpu.flops=1e9\nwarp.speed=9\n"),
+                   "--cost-file: " + path("bad.cost") + ":2:1: unknown cost setting 'warp.speed'");
+}
+
 TEST_F(FerryCompile, EmitsTextByDefault) {
   std::string model = write("mlp.fy", kMlp);
   Result r = run(shellQuote(model));

@@ -8,17 +8,22 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <vector>
+
+#include "passes/cost_settings.h"
 
 namespace ferry {
 
 namespace {
 
 // Every flag this file adds, for firstCompileFlagGiven().
-constexpr std::array<std::string_view, 8> kFlagNames = {
-    "--devices",     "--target",    "--placement",          "--dtype",
-    "--no-fallback", "--transfers", "--max-transfer-bytes", "--max-casts"};
+constexpr std::array<std::string_view, 10> kFlagNames = {
+    "--devices",   "--target",    "--placement",          "--dtype",     "--no-fallback",
+    "--cost",      "--cost-file", "--transfers",          "--max-transfer-bytes",
+    "--max-casts"};
 
 // Stores the value of `e` in `out`, or says which flag was wrong.
 template <class T> Status take(Expected<T> e, std::string_view flag, T &out) {
@@ -56,6 +61,24 @@ Status transferBudgets(const std::string &spec, Budgets &b) {
   }
 }
 
+// --cost-file, then --cost over it. A file's bad lines are all reported, each with its line.
+Status costModel(const CompileFlags &f, CostModel &cost) {
+  if (!f.costFile.empty()) {
+    std::ifstream in(f.costFile, std::ios::binary);
+    if (!in) return flagError("--cost-file", "cannot read '" + f.costFile + "': " + std::strerror(errno));
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (Status s = applyCostFile(cost, text, f.costFile); !s.ok()) {
+      std::string why;
+      for (const Diagnostic &d : s.diagnostics())
+        why += (why.empty() ? "" : "; ") + d.loc.str() + ": " + d.message;
+      return flagError("--cost-file", why);
+    }
+  }
+  if (!f.cost.empty())
+    if (Status s = applyCostSettings(cost, f.cost); !s.ok()) return flagError("--cost", oneLine(s));
+  return {};
+}
+
 }  // namespace
 
 void addPolicyFlags(CLI::App &app, CompileFlags &f) {
@@ -74,6 +97,13 @@ void addPolicyFlags(CLI::App &app, CompileFlags &f) {
       ->capture_default_str();
   app.add_flag("--no-fallback", f.noFallback,
                "An op its device cannot run is an error, not moved to the cpu");
+  app.add_option("--cost", f.cost,
+                 "Auto placement's cost model: e.g. cuda.flops=2e13,h2d.bandwidth=1.2e10 "
+                 "(keys: cpu|cuda.flops|bandwidth|launch, h2d|d2h|d2d|h2h.bandwidth|latency)")
+      ->type_name("KEY=VALUE,...");
+  app.add_option("--cost-file", f.costFile,
+                 "A file of cost settings, one KEY = VALUE per line (# comments); --cost wins")
+      ->type_name("FILE");
 }
 
 void addBudgetFlags(CLI::App &app, CompileFlags &f) {
@@ -111,6 +141,7 @@ Status toCompileOptions(const CompileFlags &f, CompileOptions &c) {
     return flagError("--dtype", "say which precision: autocast=f16 or autocast=bf16");
   FERRY_TRY(take(parseDTypePolicy(f.dtype), "--dtype", c.dtype));
   c.fallback = !f.noFallback;
+  FERRY_TRY(costModel(f, c.cost));
   FERRY_TRY(transferBudgets(f.transfers, c.budgets));
   FERRY_TRY(integerFlag(f.maxTransferBytes, "--max-transfer-bytes", 0, c.budgets.maxTransferBytes));
   FERRY_TRY(integerFlag(f.maxCasts, "--max-casts", 0, c.budgets.maxCasts));

@@ -27,10 +27,13 @@ struct CompileFlags {
   std::string transfers;
   std::string maxTransferBytes;
   std::string maxCasts;
+  std::string cost;      ///< "key=value,...": cost model settings (passes/cost_settings.h)
+  std::string costFile;  ///< a file of cost model settings, applied before `cost`
 };
 
-/// Adds --devices, --target, --placement, --dtype and --no-fallback, bound to `flags`. The
-/// budget flags come separately so that a tool can list its own options in between.
+/// Adds --devices, --target, --placement, --dtype, --no-fallback, --cost and --cost-file, bound
+/// to `flags`. The budget flags come separately so that a tool can list its own options in
+/// between.
 void addPolicyFlags(CLI::App &app, CompileFlags &flags);
 /// Adds --transfers, --max-transfer-bytes and --max-casts, bound to `flags`.
 void addBudgetFlags(CLI::App &app, CompileFlags &flags);

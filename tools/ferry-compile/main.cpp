@@ -20,6 +20,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "passes/compile.h"
+#include "passes/cost_settings.h"
 #include "runtime/artifact.h"
 #include "passes/lower.h"
 #include "runtime/executable.h"
@@ -213,6 +214,17 @@ int run(const Options &o, Report &report) {
     report.info("stats", renderStats(result, options, StatsOptions{.timings = true}));
   }
   for (std::string &why : *named) report.info("explain", std::move(why));
+  if (!o.explain.empty() && options.placement == PlacementPolicy::Auto) {
+    const std::string lines = costSettingsText(options.cost);
+    std::string settings;
+    for (std::string_view rest = lines; !rest.empty();) {
+      const size_t nl = rest.find('\n');
+      settings += (settings.empty() ? "" : ", ") + std::string(rest.substr(0, nl));
+      rest.remove_prefix(nl + 1);
+    }
+    report.info("explain", "explain: auto placement priced with this cost model (--cost, "
+                           "--cost-file): " + settings + "\n");
+  }
   if (result.ok() && explainRejection && named->empty())
     report.info("explain", "explain: compiled; name values to see why each is where it is: "
                            "--explain %NAME[,%NAME...]\n");

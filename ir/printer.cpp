@@ -1,11 +1,16 @@
-// ir/printer.cpp — writes a graph as `.fy` text (and saveModel: the text plus its .npy files).
+// ir/printer.cpp — writes a graph as `.fy` text (printGraph, printModel), and saveModel: the text
+// plus a folder of .npy files, written so that no file is lost or left naming a missing one.
 #include "ir/printer.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "ir/lexer.h"
@@ -31,32 +36,33 @@ std::string npyFileStem(std::string_view valueName) {
   return s;
 }
 
-bool printsInline(const ParamDecl &p, const PrintOptions &options) {
-  return p.data.numel() <= options.inlineLimit;
+// Whether `p`'s data is in no file the text could name: a Data param above inlineLimit, or an
+// Npy param the compiler converted (its file holds what the model declared, not its data).
+bool needsFile(const ParamDecl &p, const PrintOptions &options) {
+  if (p.init.kind == Initializer::Kind::Data) return p.data.numel() > options.inlineLimit;
+  return p.init.kind == Initializer::Kind::Npy && p.foldedFrom.has_value();
 }
 
 // The file each param is printed as `npy(...)` with, indexed like graph.params(); empty for
-// params printed otherwise. Data params too large to inline get "<name>.npy" with characters
-// outside [A-Za-z0-9_.-] replaced by '_', made unique (".1.npy", ...) against one another and
-// against the paths of Npy params, in param order, so the text and saveModel always agree.
+// params printed otherwise. Without a params folder: an unchanged Npy param's own path. With
+// one: "<folder>/<name>.npy" for every Npy param and every Data param above inlineLimit, names
+// sanitised (npyFileStem) and made unique (".1.npy", ...) in param order, so that the text and
+// saveModel always agree.
 std::vector<std::string> npyPaths(const Graph &graph, const PrintOptions &options) {
   std::vector<std::string> paths(graph.params().size());
   std::set<std::string> taken;
   for (size_t i = 0; i < paths.size(); ++i) {
     const ParamDecl &p = graph.params()[i];
-    if (p.init.kind == Initializer::Kind::Npy) {
-      paths[i] = p.init.path;
-      taken.insert(p.init.path);
+    if (options.paramsFolder.empty()) {
+      if (p.init.kind == Initializer::Kind::Npy && !p.foldedFrom) paths[i] = p.init.path;
+      continue;
     }
-  }
-  for (size_t i = 0; i < paths.size(); ++i) {
-    const ParamDecl &p = graph.params()[i];
-    if (p.init.kind != Initializer::Kind::Data || printsInline(p, options)) continue;
-    std::string stem = npyFileStem(graph.value(p.value).name);
-    std::string path = stem + ".npy";
-    for (int n = 1; taken.count(path); ++n) path = stem + "." + std::to_string(n) + ".npy";
-    taken.insert(path);
-    paths[i] = path;
+    if (p.init.kind != Initializer::Kind::Npy && !needsFile(p, options)) continue;
+    const std::string stem = npyFileStem(graph.value(p.value).name);
+    std::string name = stem + ".npy";
+    for (int n = 1; taken.count(name); ++n) name = stem + "." + std::to_string(n) + ".npy";
+    taken.insert(name);
+    paths[i] = options.paramsFolder + "/" + name;
   }
   return paths;
 }
@@ -131,7 +137,7 @@ class Printer {
       case Initializer::Kind::Zeros: return "zeros";
       case Initializer::Kind::Ones: return "ones";
       case Initializer::Kind::Randn: return "randn(seed=" + std::to_string(p.init.seed) + ")";
-      case Initializer::Kind::Npy: return "npy(" + fy::quoteString(p.init.path) + ")";
+      case Initializer::Kind::Npy:
       case Initializer::Kind::Data: break;
     }
     if (!npyPaths_[index].empty()) return "npy(" + fy::quoteString(npyPaths_[index]) + ")";
@@ -169,18 +175,112 @@ class Printer {
   std::string out_;
 };
 
+namespace fs = std::filesystem;
+
 Status ioError(const std::string &path, const std::string &what) {
   return makeError("io", path + ": " + what);
 }
 
-// Where saveModel may write an Npy param's file: relative paths inside the model's folder.
-bool writableBeside(const std::string &path) {
-  std::filesystem::path p(path);
-  if (p.empty() || p.is_absolute() || p.has_root_name()) return false;
-  for (const auto &part : p)
-    if (part == "..") return false;
-  return true;
+// The options saveModel prints with: the params folder named after `path`.
+PrintOptions savedOptions(const PrintOptions &options, const std::string &path) {
+  PrintOptions o = options;
+  o.paramsFolder = paramsFolderName(path);
+  return o;
 }
+
+struct ParamFile {
+  fs::path file;
+  size_t param;  ///< index in graph.params()
+};
+
+// The param files saveModel writes for `graph` at `path`, in param order.
+std::vector<ParamFile> paramFiles(const Graph &graph, const std::string &path,
+                                  const PrintOptions &saved) {
+  const fs::path dir = fs::path(path).parent_path();
+  std::vector<std::string> paths = npyPaths(graph, saved);
+  std::vector<ParamFile> files;
+  for (size_t i = 0; i < paths.size(); ++i)
+    if (!paths[i].empty()) files.push_back({dir / paths[i], i});
+  return files;
+}
+
+// Writes `bytes` to `fd` and closes it: "" or what went wrong.
+std::string writeAndClose(int fd, std::string_view bytes) {
+  std::string error;
+  for (size_t done = 0; done < bytes.size() && error.empty();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n > 0)
+      done += static_cast<size_t>(n);
+    else if (n == 0)
+      error = "nothing written";
+    else if (errno != EINTR)
+      error = std::strerror(errno);
+  }
+  if (::close(fd) != 0 && error.empty()) error = std::strerror(errno);
+  return error;
+}
+
+std::string cannotOpen(int err) {
+  return std::string("cannot open file for writing: ") + std::strerror(err);
+}
+
+// Writes `bytes` to the new file `path`, never replacing one; removes it again if writing fails.
+Status writeNewFile(const std::string &path, std::string_view bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return ioError(path,
+                   errno == EEXIST ? "exists already; refusing to replace it" : cannotOpen(errno));
+  if (std::string error = writeAndClose(fd, bytes); !error.empty()) {
+    ::unlink(path.c_str());
+    return ioError(path, "write error: " + error);
+  }
+  return {};
+}
+
+// Writes the model's text to `path`: to a temporary file beside it, renamed over it, so that a
+// failure leaves the file as it was. An existing file that is not a regular one (a link, a
+// device, a pipe) is written in place: a rename would replace it rather than write to it.
+Status replaceFile(const std::string &path, std::string_view bytes) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) return ioError(path, "cannot write: is a directory");
+    const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) return ioError(path, cannotOpen(errno));
+    if (std::string error = writeAndClose(fd, bytes); !error.empty())
+      return ioError(path, "write error: " + error);
+    return {};
+  }
+  // A unique name on the same file system, so that rename() is atomic; O_EXCL never takes over
+  // a file someone else made.
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) return ioError(path, cannotOpen(errno));
+  std::string error = writeAndClose(fd, bytes);
+  if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    error = std::string("cannot rename '") + tmp + "' to it: " + std::strerror(errno);
+  if (error.empty()) return {};
+  ::unlink(tmp.c_str());
+  return ioError(path, "write error: " + error);
+}
+
+// What a saveModel call made, removed again when it fails.
+struct Made {
+  std::vector<fs::path> files;
+  fs::path folder;  ///< empty when the params folder was there already
+
+  Status undo(Status why) const {
+    std::error_code ignored;
+    for (auto it = files.rbegin(); it != files.rend(); ++it) fs::remove(*it, ignored);
+    if (!folder.empty()) fs::remove(folder, ignored);  // only if empty: nothing of others'
+    return why;
+  }
+};
 
 }  // namespace
 
@@ -188,30 +288,76 @@ std::string printGraph(const Graph &graph, const PrintOptions &options) {
   return Printer(graph, options).run();
 }
 
+Expected<std::string> printModel(const Graph &graph, const PrintOptions &options) {
+  DiagnosticEngine diags;
+  if (options.paramsFolder.empty())
+    for (const ParamDecl &p : graph.params()) {
+      if (!needsFile(p, options) || p.data.numel() <= options.maxInline) continue;
+      const std::string converted =
+          p.foldedFrom
+              ? " (converted from " + std::string(dtypeName(*p.foldedFrom)) + " at compile time)"
+              : "";
+      diags.error("limit", p.loc,
+                  "param " + valueRef(graph, p.value) + " : " + graph.value(p.value).type.str() +
+                      " (" + std::to_string(p.data.numel()) + " elements) is in no file" +
+                      converted + " and too large to print inline (more than " +
+                      std::to_string(options.maxInline) + " elements)");
+    }
+  if (diags.hasErrors()) return Status(diags.take());
+  return printGraph(graph, options);
+}
+
 std::string valueRef(const Graph &graph, ValueId v) { return "%" + graph.value(v).name; }
 
-Status saveModel(const Graph &graph, const std::string &path, const PrintOptions &options) {
-  namespace fs = std::filesystem;
-  fs::path dir = fs::path(path).parent_path();
-  std::vector<std::string> paths = npyPaths(graph, options);
-  for (size_t i = 0; i < paths.size(); ++i) {
-    // Data params too large to inline, and Npy params (so that the saved folder is complete
-    // wherever it is written); an Npy param with an absolute or `..` path is left referring
-    // to its file where it is.
-    if (paths[i].empty() || !writableBeside(paths[i])) continue;
-    fs::path file = dir / paths[i];
+std::string paramsFolderName(const std::string &path) {
+  std::string name = fs::path(path).filename().string();
+  if (name.size() > 3 && name.ends_with(".fy")) name.resize(name.size() - 3);
+  return name + ".params";
+}
+
+Status checkSaveModel(const Graph &graph, const std::string &path, const PrintOptions &options) {
+  const PrintOptions saved = savedOptions(options, path);
+  const std::vector<ParamFile> files = paramFiles(graph, path, saved);
+  if (files.empty()) return {};
+  const fs::path folder = fs::path(path).parent_path() / saved.paramsFolder;
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(folder, ec)) && !fs::is_directory(folder, ec))
+    return ioError(folder.string(), "is there and is not a folder: the model's params would go "
+                                    "into it; remove it or write the model elsewhere");
+  std::vector<std::string> there;
+  for (const ParamFile &f : files)
+    if (fs::exists(fs::symlink_status(f.file, ec))) there.push_back(f.file.string());
+  if (there.empty()) return {};
+  const std::string more =
+      there.size() > 1 ? " (and " + std::to_string(there.size() - 1) + " more)" : "";
+  return makeError("io", there.front() + " exists" + more +
+                             "; a model's params are written into a folder of its own, never "
+                             "over a file that is there: remove " +
+                             folder.string() + " or write the model elsewhere");
+}
+
+Status saveModel(const Graph &graph, const std::string &path, const PrintOptions &options,
+                 std::string_view trailer) {
+  FERRY_TRY(checkSaveModel(graph, path, options));
+  const PrintOptions saved = savedOptions(options, path);
+  const std::vector<ParamFile> files = paramFiles(graph, path, saved);
+  Made made;
+  if (!files.empty()) {
+    const fs::path folder = fs::path(path).parent_path() / saved.paramsFolder;
     std::error_code ec;
-    if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
-    if (ec) return ioError(file.string(), "cannot create folder: " + ec.message());
-    FERRY_TRY(writeNpy(graph.params()[i].data, file.string()));
+    if (fs::create_directory(folder, ec)) made.folder = folder;
+    if (ec) return ioError(folder.string(), "cannot create folder: " + ec.message());
+    for (const ParamFile &f : files) {
+      const std::string file = f.file.string();
+      Status s = writeNewFile(file, serializeNpy(graph.params()[f.param].data));
+      if (!s.ok()) return made.undo(std::move(s));
+      made.files.push_back(f.file);
+    }
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    return ioError(path, std::string("cannot open file for writing: ") + std::strerror(errno));
-  std::string text = printGraph(graph, options);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  out.close();
-  if (!out) return ioError(path, "write error");
+  // Last, once every file it names is there.
+  std::string text = printGraph(graph, saved);
+  text += trailer;
+  if (Status s = replaceFile(path, text); !s.ok()) return made.undo(std::move(s));
   return {};
 }
 

@@ -185,14 +185,18 @@ TEST(Printer, InlineLimitAndElementSpelling) {
   ValueId last = g.addParam("ints", ints, {}, std::nullopt, {});
   g.addParam("empty", TensorData(DType::F32, {0, 3}), {}, std::nullopt, {});
   g.addOutput(last, std::nullopt, {});
-  std::string text = printGraph(g, {.inlineLimit = 64});
-  EXPECT_NE(text.find("param %big : i64[65] = npy(\"big.npy\")"), std::string::npos) << text;
+  std::string text = printGraph(g, {.inlineLimit = 64, .paramsFolder = "m.params"});
+  EXPECT_NE(text.find("param %big : i64[65] = npy(\"m.params/big.npy\")"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("param %odd : f64[5] = [-0.0, 1e-05, inf, 0.1, 3.0]"), std::string::npos)
       << text;
   EXPECT_NE(text.find("param %flags : bool[2] = [false, true]"), std::string::npos) << text;
   EXPECT_NE(text.find("= [-9223372036854775808, 9223372036854775807]"), std::string::npos) << text;
   EXPECT_NE(text.find("param %empty : f32[0,3] = []"), std::string::npos) << text;
-  EXPECT_NE(printGraph(g, {.inlineLimit = 65}).find("= [0, 1, 2,"), std::string::npos);
+  EXPECT_NE(printGraph(g, {.inlineLimit = 65, .paramsFolder = "m.params"}).find("= [0, 1, 2,"),
+            std::string::npos);
+  // Without a params folder there is no file to name: every Data param prints inline.
+  EXPECT_NE(printGraph(g).find("param %big : i64[65] = [0, 1, 2,"), std::string::npos);
 }
 
 TEST(Printer, StringsAreEscapedSoThatTheyReadBack) {
@@ -229,9 +233,10 @@ TEST(Printer, SaveModelWritesTextAndNpyFiles) {
       g.addNode({OpKind::Add, {x, p}, *none, {}, {}, {"m.cpp", 4, 1}}, "y", {DType::F32, {100}});
   g.addOutput(g.node(n).result, std::nullopt, {"m.cpp", 5, 1});
   ASSERT_TRUE(saveModel(g, (dir / "model.fy").string()).ok());
-  ASSERT_TRUE(fs::exists(dir / "layer.0.w.npy"));
-  EXPECT_NE(readText(dir / "model.fy").find("npy(\"layer.0.w.npy\")"), std::string::npos);
-  Expected<TensorData> back = readNpy((dir / "layer.0.w.npy").string());
+  ASSERT_TRUE(fs::exists(dir / "model.params/layer.0.w.npy"));
+  EXPECT_NE(readText(dir / "model.fy").find("npy(\"model.params/layer.0.w.npy\")"),
+            std::string::npos);
+  Expected<TensorData> back = readNpy((dir / "model.params/layer.0.w.npy").string());
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_TRUE(*back == w);
 
@@ -240,7 +245,7 @@ TEST(Printer, SaveModelWritesTextAndNpyFiles) {
   // Only the initializer kind changes: Data too large to inline reads back as Npy.
   EXPECT_EQ(testutil::graphDifference(g, *g2), "");
   EXPECT_EQ(g2->params()[0].init.kind, Initializer::Kind::Npy);
-  EXPECT_EQ(printGraph(*g2), printGraph(g));
+  EXPECT_EQ(printGraph(*g2), printGraph(g, {.paramsFolder = "model.params"}));
 }
 
 TEST(Printer, SaveModelSanitisesAndDeduplicatesFileNames) {
@@ -255,17 +260,24 @@ TEST(Printer, SaveModelSanitisesAndDeduplicatesFileNames) {
   g.addOutput(a, std::nullopt, {});
   ASSERT_TRUE(saveModel(g, (dir / "m.fy").string()).ok());
   std::string text = readText(dir / "m.fy");
-  EXPECT_NE(text.find("param %conv/weight:0 : u8[70] = npy(\"conv_weight_0.npy\")"),
+  EXPECT_NE(text.find("param %conv/weight:0 : u8[70] = npy(\"m.params/conv_weight_0.npy\")"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("param %conv_weight_0 : u8[70] = npy(\"conv_weight_0.1.npy\")"),
+  EXPECT_NE(text.find("param %conv_weight_0 : u8[70] = npy(\"m.params/conv_weight_0.1.npy\")"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("npy(\"_...npy\")"), std::string::npos) << text;
-  EXPECT_TRUE(fs::exists(dir / "conv_weight_0.npy"));
-  EXPECT_TRUE(fs::exists(dir / "conv_weight_0.1.npy"));
-  EXPECT_TRUE(fs::exists(dir / "_...npy"));
-  EXPECT_TRUE(fs::exists(dir / "sub/dir/w.npy")) << "Npy params are written beside the model";
+  EXPECT_NE(text.find("npy(\"m.params/_...npy\")"), std::string::npos) << text;
+  // An npy(...) param's data is written into the folder too, under the param's name: the saved
+  // model needs nothing outside it.
+  EXPECT_NE(text.find("param %npy : u8[2] = npy(\"m.params/npy.npy\")"), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(dir / "m.params/conv_weight_0.npy"));
+  EXPECT_TRUE(fs::exists(dir / "m.params/conv_weight_0.1.npy"));
+  EXPECT_TRUE(fs::exists(dir / "m.params/_...npy"));
+  EXPECT_TRUE(fs::exists(dir / "m.params/npy.npy"));
+  EXPECT_FALSE(fs::exists(dir / "sub"));
+  Expected<TensorData> npy = readNpy((dir / "m.params/npy.npy").string());
+  ASSERT_TRUE(npy.ok()) << npy.status().message();
+  EXPECT_TRUE(*npy == g.params()[3].data);
 }
 
 TEST(Printer, SaveModelReportsUnwritablePaths) {
@@ -276,6 +288,115 @@ TEST(Printer, SaveModelReportsUnwritablePaths) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.diagnostics()[0].code, "io");
   EXPECT_NE(s.message().find("/nonexistent-folder-for-ferry/x/m.fy"), std::string::npos);
+}
+
+// A graph with one param %w of `n` u8 elements (above the inline limit from 65 on).
+Graph graphWithParam(int64_t n, uint8_t value) {
+  Graph g("g");
+  ValueId w = g.addParam("w", TensorData::full(DType::U8, {n}, value), {}, std::nullopt, {});
+  g.addOutput(w, std::nullopt, {});
+  return g;
+}
+
+// A second save onto a model whose params folder holds a file it would write is refused before
+// anything is written; the first model keeps every byte. The .fy file itself may be replaced.
+TEST(Printer, SaveModelNeverReplacesAParamFile) {
+  const testutil::ScratchDir scratch("printer_test_no_replace");
+  const fs::path &dir = scratch.path();
+  const std::string path = (dir / "m.fy").string();
+  ASSERT_TRUE(saveModel(graphWithParam(100, 1), path).ok());
+  const std::string text = readText(path), params = readText(dir / "m.params/w.npy");
+  Status s = saveModel(graphWithParam(100, 2), path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.diagnostics()[0].code, "io");
+  const std::string folder = (dir / "m.params").string();
+  EXPECT_EQ(s.message(), "error: " + folder +
+                             "/w.npy exists; a model's params are written into "
+                             "a folder of its own, never over a file that is there: remove " +
+                             folder + " or write the model elsewhere [io]")
+      << s.message();
+  EXPECT_FALSE(checkSaveModel(graphWithParam(100, 2), path).ok());
+  EXPECT_EQ(readText(path), text);
+  EXPECT_TRUE(readText(dir / "m.params/w.npy") == params);
+  // A model without param files replaces the text alone; one whose files are new goes into the
+  // folder that is there.
+  ASSERT_TRUE(saveModel(graphWithParam(3, 7), path).ok());
+  EXPECT_NE(readText(path).find("= [7, 7, 7]"), std::string::npos) << readText(path);
+  Graph other("g");
+  ValueId v = other.addParam("v", TensorData::full(DType::U8, {100}, 5), {}, std::nullopt, {});
+  other.addOutput(v, std::nullopt, {});
+  ASSERT_TRUE(saveModel(other, path).ok());
+  EXPECT_TRUE(readText(dir / "m.params/w.npy") == params);
+  EXPECT_TRUE(fs::exists(dir / "m.params/v.npy"));
+  // A file where the params folder would be.
+  std::ofstream(dir / "f.params") << "mine";
+  Status file = saveModel(graphWithParam(100, 1), (dir / "f.fy").string());
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(file.message().find("f.params: is there and is not a folder"), std::string::npos)
+      << file.message();
+  EXPECT_EQ(readText(dir / "f.params"), "mine");
+  EXPECT_FALSE(fs::exists(dir / "f.fy"));
+}
+
+// The text is written last; when it cannot be, the param files and the folder made for them are
+// removed again: no model names a missing file, and nothing is left behind.
+TEST(Printer, SaveModelLeavesNothingBehindWhenItFails) {
+  const testutil::ScratchDir scratch("printer_test_undo");
+  const fs::path &dir = scratch.path();
+  fs::create_directories(dir / "m.fy");  // the text cannot be written: a folder is there
+  Status s = saveModel(graphWithParam(100, 1), (dir / "m.fy").string());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.diagnostics()[0].code, "io");
+  std::vector<std::string> left;
+  for (const auto &entry : fs::recursive_directory_iterator(dir))
+    left.push_back(entry.path().lexically_relative(dir).string());
+  EXPECT_EQ(left, std::vector<std::string>{"m.fy"});
+  // A params folder that was there stays, with what others put in it.
+  fs::create_directories(dir / "m.params");
+  std::ofstream(dir / "m.params/other.npy") << "theirs";
+  ASSERT_FALSE(saveModel(graphWithParam(100, 1), (dir / "m.fy").string()).ok());
+  EXPECT_EQ(readText(dir / "m.params/other.npy"), "theirs");
+  EXPECT_FALSE(fs::exists(dir / "m.params/w.npy"));
+}
+
+TEST(Printer, ParamsFolderIsNamedAfterTheModel) {
+  EXPECT_EQ(paramsFolderName("out.fy"), "out.params");
+  EXPECT_EQ(paramsFolderName("dir/model.v2.fy"), "model.v2.params");
+  EXPECT_EQ(paramsFolderName("/abs/out"), "out.params");
+  EXPECT_EQ(paramsFolderName("out.txt"), "out.txt.params");
+  EXPECT_EQ(paramsFolderName(".fy"), ".fy.params");
+}
+
+// printModel, for a stream: what needs a file prints inline up to maxInline elements, and is an
+// error naming the param beyond; unchanged Npy params keep their path whatever their size.
+TEST(Printer, PrintModelRefusesWhatItCannotInline) {
+  Graph g = graphWithParam(70000, 3);
+  Expected<std::string> refused = printModel(g);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().diagnostics()[0].code, "limit");
+  EXPECT_EQ(refused.status().diagnostics()[0].message,
+            "param %w : u8[70000] (70000 elements) is in no file and too large to print inline "
+            "(more than 65536 elements)");
+  Expected<std::string> raised = printModel(g, {.maxInline = 70000});
+  ASSERT_TRUE(raised.ok());
+  EXPECT_EQ(*raised, printGraph(g));
+  EXPECT_TRUE(printModel(g, {.paramsFolder = "g.params"}).ok());
+  EXPECT_TRUE(printModel(graphWithParam(65536, 3)).ok());
+
+  // A converted Npy param's file holds what the model declared: it prints inline, or is refused.
+  Graph n("g");
+  ValueId w = n.addParam("w", TensorData::full(DType::F16, {70000}, 1),
+                         {Initializer::Kind::Npy, 0, "w.npy"}, std::nullopt, {"m.fy", 3, 9});
+  n.addOutput(w, std::nullopt, {});
+  EXPECT_NE(printGraph(n).find("npy(\"w.npy\")"), std::string::npos);
+  n.param(0).foldedFrom = DType::F32;
+  Expected<std::string> folded = printModel(n);
+  ASSERT_FALSE(folded.ok());
+  EXPECT_EQ(folded.status().message(),
+            "m.fy:3:9: error: param %w : f16[70000] (70000 elements) is in no file (converted "
+            "from f32 at compile time) and too large to print inline (more than 65536 elements) "
+            "[limit]");
+  EXPECT_EQ(printGraph(n).find("npy("), std::string::npos);
 }
 
 }  // namespace

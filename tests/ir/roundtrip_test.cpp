@@ -75,7 +75,8 @@ TEST(RoundTrip, RandomGraphs) {
     Graph g = testutil::randomGraph(seed, {.unknownLocationRate = allKnown ? 0.0 : 0.3});
     for (NodeId n : g.order()) ops.insert(g.node(n).op);
     for (const ParamDecl &p : g.params()) inits.insert(p.init.kind);
-    // Npy params read their files; large Data params print as npy("<name>.npy") (saveModel).
+    // Npy params read their files; printed alone, large Data params print inline; saved, they
+    // and the Npy params go to g.params/.
     fs::path sub = dir / std::to_string(seed);
     fs::create_directories(sub);
     testutil::writeNpyParams(g, sub.string());
@@ -110,6 +111,47 @@ TEST(RoundTrip, RandomGraphs) {
   EXPECT_EQ(inits.size(), 5u);
 }
 
+// A graph built in C++ with a weight too large to print inline: printed alone, it reads back with
+// no file beside it; saved, it reads back from its params folder; two models saved into one
+// folder keep their own weights.
+TEST(RoundTrip, LargeDataParamOfABuiltGraph) {
+  const testutil::ScratchDir scratch("roundtrip_large_data");
+  const fs::path &dir = scratch.path();
+  auto build = [](double scale) {
+    Graph g("built");
+    ValueId x = g.addInput("x", {DType::F32, {4, 1000}}, Device::cpu(), {"m.cpp", 2, 1});
+    TensorData w(DType::F32, {5, 1000});
+    for (int64_t i = 0; i < w.numel(); ++i) w.set(i, static_cast<double>(i % 113) * scale);
+    ValueId p = g.addParam("fc.weight", w, {}, std::nullopt, {"m.cpp", 3, 1});
+    Expected<Attrs> attrs = makeAttrs(opInfo(OpKind::Linear), {}, {});
+    FERRY_CHECK(attrs.ok()) << attrs.status().message();
+    NodeId n = g.addNode({OpKind::Linear, {x, p}, *attrs, {}, {}, {"m.cpp", 4, 1}}, "y",
+                         {DType::F32, {4, 5}});
+    g.addOutput(g.node(n).result, std::nullopt, {"m.cpp", 5, 1});
+    return g;
+  };
+  const Graph a = build(0.5), b = build(-0.25);
+  ASSERT_TRUE(verify(a).ok()) << verify(a).message();
+
+  // Alone (standard output): read back with nothing beside it.
+  const std::string alone = printGraph(a);
+  Expected<Graph> fromText = parseGraph(alone, "a.fy", {.baseDir = (dir / "nothing").string()});
+  ASSERT_TRUE(fromText.ok()) << fromText.status().message();
+  EXPECT_EQ(testutil::graphDifference(a, *fromText), "");
+
+  // Saved: each model's weight in its own folder.
+  ASSERT_TRUE(saveModel(a, (dir / "a.fy").string()).ok());
+  ASSERT_TRUE(saveModel(b, (dir / "b.fy").string()).ok());
+  for (const auto &[file, g] : {std::pair<const char *, const Graph *>{"a.fy", &a}, {"b.fy", &b}}) {
+    SCOPED_TRACE(file);
+    Expected<Graph> back = parseFile((dir / file).string());
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(testutil::graphDifference(*g, *back), "");
+  }
+  EXPECT_TRUE(fs::exists(dir / "a.params/fc.weight.npy"));
+  EXPECT_TRUE(fs::exists(dir / "b.params/fc.weight.npy"));
+}
+
 TEST(RoundTrip, RandomGraphsAreDeterministic) {
   for (uint64_t seed : {1u, 77u, 123456u})
     EXPECT_EQ(printGraph(testutil::randomGraph(seed)), printGraph(testutil::randomGraph(seed)));
@@ -121,11 +163,13 @@ TEST(RoundTrip, InlineLimitOnlyChangesSpelling) {
   const fs::path &dir = scratch.path();
   for (uint64_t seed = 1000; seed < 1020; ++seed) {
     Graph g = testutil::randomGraph(seed, {.npyParams = false, .maxDataElements = 200});
-    ASSERT_TRUE(saveModel(g, (dir / "g.fy").string(), {.inlineLimit = 0}).ok());
-    Expected<Graph> small = parseFile((dir / "g.fy").string());
+    const fs::path sub = dir / std::to_string(seed);  // a params folder is never written over
+    fs::create_directories(sub);
+    ASSERT_TRUE(saveModel(g, (sub / "g.fy").string(), {.inlineLimit = 0}).ok());
+    Expected<Graph> small = parseFile((sub / "g.fy").string());
     ASSERT_TRUE(small.ok()) << small.status().message();
-    ASSERT_TRUE(saveModel(g, (dir / "h.fy").string(), {.inlineLimit = 1000}).ok());
-    Expected<Graph> big = parseFile((dir / "h.fy").string());
+    ASSERT_TRUE(saveModel(g, (sub / "h.fy").string(), {.inlineLimit = 1000}).ok());
+    Expected<Graph> big = parseFile((sub / "h.fy").string());
     ASSERT_TRUE(big.ok()) << big.status().message();
     for (size_t i = 0; i < g.params().size(); ++i) {
       EXPECT_TRUE(small->params()[i].data == g.params()[i].data);

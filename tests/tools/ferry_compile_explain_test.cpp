@@ -101,11 +101,14 @@ TEST_F(FerryCompileExplain, UnderDiagnosticsJsonStderrIsOneJsonDocument) {
                              "--emit text,dot --emit-dir " +
                                  shellQuote(path("out")) + " " + two,
                              0);
-  EXPECT_EQ(codes(ok), "stats,explain,explain,output,output");
+  EXPECT_EQ(codes(ok), "stats,explain,explain,explain,output,output");  // the last: the cost model
   EXPECT_TRUE(ok.items[1]["message"].text.starts_with("%h : f32[4,16] @cpu:1\n  device: "))
       << ok.items[1]["message"].text;
   EXPECT_EQ(ok.items[1]["severity"].text, "note");
-  EXPECT_EQ(ok.items[3]["message"].text, "wrote text to " + path("out") + "/two.fy");
+  EXPECT_TRUE(ok.items[3]["message"].text.starts_with("explain: auto placement priced with this "
+                                                       "cost model (--cost, --cost-file):\n  cpu.flops="))
+      << ok.items[3]["message"].text;
+  EXPECT_EQ(ok.items[4]["message"].text, "wrote text to " + path("out") + "/two.fy");
   // A rejection and its explanation; a usage error; a parse error of the command line; nothing to
   // say.
   EXPECT_EQ(codes(stderrJson("--devices cpu,cpu:1 --explain " + two, 1)), "device,explain");

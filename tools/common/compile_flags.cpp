@@ -98,11 +98,10 @@ void addPolicyFlags(CLI::App &app, CompileFlags &f) {
   app.add_flag("--no-fallback", f.noFallback,
                "An op its device cannot run is an error, not moved to the cpu");
   app.add_option("--cost", f.cost,
-                 "Auto placement's cost model: e.g. cuda.flops=2e13,h2d.bandwidth=1.2e10 "
-                 "(keys: cpu|cuda.flops|bandwidth|launch, h2d|d2h|d2d|h2h.bandwidth|latency)")
+                 "Cost model for auto, e.g. h2d.bandwidth=1e10,cuda.flops=2e13")
       ->type_name("KEY=VALUE,...");
   app.add_option("--cost-file", f.costFile,
-                 "A file of cost settings, one KEY = VALUE per line (# comments); --cost wins")
+                 "Cost settings, one KEY = VALUE per line; --cost wins")
       ->type_name("FILE");
 }
 

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 
+#include "ir/printer.h"
 #include "passes/pass.h"
 #include "tools/common/cli_errors.h"
 #include "tools/common/report.h"
@@ -53,7 +54,14 @@ void addOptions(CLI::App &app, Options &o) {
       ->expected(1)
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.footer("Exit status: 0 compiled (warnings on stderr), 1 the model was rejected\n"
+  app.footer("Text written to FILE.fy (-o, --emit-dir) puts its params' data (npy params,\n"
+             "weights too large to print inline) in FILE.params/ beside it, never over a file\n"
+             "that is there (remove the folder or write elsewhere). On stdout, npy params keep\n"
+             "their paths and converted weights print inline, up to " +
+             std::to_string(PrintOptions{}.maxInline) +
+             " elements each.\n"
+             "An existing -o FILE is replaced; the model and the files it reads never are.\n\n"
+             "Exit status: 0 compiled (warnings on stderr), 1 the model was rejected\n"
              "(diagnostics on stderr), 2 usage error or unreadable file.\n");
 }
 

@@ -4,13 +4,13 @@
 //
 // A run is four steps, so that a usage error never leaves half an output behind:
 //   1. check    options, output destinations (writable, not the model), the model file
-//   2. compile  parse and compile; a rejection still draws the graph (DOT, SVG, JSON)
-//   3. render   every output into memory: --explain names, SVG through dot and the executable
-//               can fail here, before anything is written
+//   2. compile  parse (no output is a file the model reads: its npy params), then compile; a
+//               rejection still draws the graph (DOT, SVG, JSON)
+//   3. render   every output into memory: --explain names, SVG through dot, the executable, a
+//               dump too large for stdout and param files already there (-o FILE.fy writes
+//               FILE.params/) can fail here, before anything is written
 //   4. write    files, then standard output, then stderr (Report) — nothing is written before
 #include <algorithm>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -21,8 +21,8 @@
 #include "ir/printer.h"
 #include "passes/compile.h"
 #include "passes/cost_settings.h"
-#include "runtime/artifact.h"
 #include "passes/lower.h"
+#include "runtime/artifact.h"
 #include "runtime/executable.h"
 #include "tools/common/compile_flags.h"
 #include "tools/common/report.h"
@@ -62,37 +62,46 @@ struct Rendered {
   std::string bytes;
 };
 
-// `format` of `result`; a rejected compile is drawn with its diagnostics on its nodes. `totals`
-// are the per-device totals, computed once for the text summary and the manifest.
-Expected<std::string> render(const CompileResult &result, const std::string &format,
-                             const Options &o, const CompileOptions &options,
-                             const std::string &summary,
+// `to.format` of `result`; a rejected compile is drawn with its diagnostics on its nodes.
+// `totals` are the per-device totals, computed once for the text summary and the manifest. Text
+// for a file is checked here (no param file it needs is there already) and printed by write(),
+// with its params; text for standard output comes without files, so its params print inline,
+// within PrintOptions::maxInline elements each.
+Expected<std::string> render(const CompileResult &result, const Destination &to, const Options &o,
+                             const CompileOptions &options, const std::string &summary,
                              const std::map<Device, DeviceTotals> &totals) {
-  if (format == "text")
-    return printGraph(result.graph, PrintOptions{.locations = !o.noLocations}) + summary;
-  if (format == "json")
+  const PrintOptions print{.locations = !o.noLocations};
+  if (to.format == "text" && !to.path.empty()) {
+    FERRY_TRY(checkSaveModel(result.graph, to.path, print));
+    return std::string();
+  }
+  if (to.format == "text") {
+    Expected<std::string> text = printModel(result.graph, print);
+    if (!text.ok())
+      return makeError("usage", oneLine(text.status()) +
+                                    "; write the model to a file instead: -o FILE.fy (its params "
+                                    "go to FILE.params/) or --emit-dir DIR");
+    return std::move(text).value() + summary;
+  }
+  if (to.format == "json")
     return emitManifest(result, options, totals, EmitOptions{.locations = !o.noLocations});
   DotOptions dot;
   dot.locations = !o.noLocations;
   dot.devices = options.devices;
   if (!result.ok()) dot.diagnostics = result.diagnostics;
   std::string text = emitDot(result.graph, dot);
-  if (format == "dot") return text;
+  if (to.format == "dot") return text;
   return renderSvg(text);
 }
 
-// Writes a rendered output. A text file is written with saveModel: params too large to print
-// inline (a weight cast at compile time) go beside it as the .npy files its text names, so that
-// the dump reads back.
+// Writes a rendered output. A text file is written with saveModel, its summary last: params too
+// large to print inline (a weight cast at compile time) and the data of npy(...) params go to
+// FILE.params/, which its text names, so that the file reads back wherever it is moved with
+// its folder.
 Status write(const Rendered &r, const CompileResult &result, const Options &o,
              const std::string &summary) {
   if (r.to.format != "text" || r.to.path.empty()) return writeBytes(r.to.path, r.bytes);
-  FERRY_TRY(saveModel(result.graph, r.to.path, PrintOptions{.locations = !o.noLocations}));
-  std::ofstream out(r.to.path, std::ios::binary | std::ios::app);
-  if (out) out << summary;
-  if (!out.flush())
-    return makeError("io", "cannot write '" + r.to.path + "': " + std::strerror(errno));
-  return {};
+  return saveModel(result.graph, r.to.path, PrintOptions{.locations = !o.noLocations}, summary);
 }
 
 // --explain %V,...: each value of the graph compile returned, or a usage error naming the value.
@@ -144,6 +153,7 @@ int run(const Options &o, Report &report) {
     report.flush();
     return io ? kUsage : kRejected;
   }
+  if (Status s = checkNotRead(*plan, *graph, o.model); !s.ok()) return report.usage(oneLine(s));
   // What this build's backends can run, so that the dump is what ferry-run would execute.
   useBackendCapabilities(options);
   std::optional<Graph> original;
@@ -174,7 +184,7 @@ int run(const Options &o, Report &report) {
   std::vector<Rendered> outputs;
   for (const Destination &d : plan->documents) {
     if (!result.ok() && d.format == "text") continue;  // a rejected graph is no model to read
-    Expected<std::string> bytes = render(result, d.format, o, options, summary, totals);
+    Expected<std::string> bytes = render(result, d, o, options, summary, totals);
     if (!bytes.ok()) return report.usage(oneLine(bytes.status()), firstCode(bytes.status()));
     outputs.push_back({d, std::move(bytes).value()});
   }
@@ -215,16 +225,20 @@ int run(const Options &o, Report &report) {
   }
   for (std::string &why : *named) report.info("explain", std::move(why));
   if (!o.explain.empty() && options.placement == PlacementPolicy::Auto) {
+    // One line per device kind or link, as --cost takes them.
     const std::string lines = costSettingsText(options.cost);
-    std::string settings;
+    std::string text = "explain: auto placement priced with this cost model (--cost, --cost-file):";
+    std::string_view group;
     for (std::string_view rest = lines; !rest.empty();) {
-      const size_t nl = rest.find('\n');
-      settings += (settings.empty() ? "" : ", ") + std::string(rest.substr(0, nl));
-      rest.remove_prefix(nl + 1);
+      const std::string_view setting = rest.substr(0, rest.find('\n'));
+      rest.remove_prefix(setting.size() + 1);
+      const std::string_view prefix = setting.substr(0, setting.find('.'));
+      text += (prefix == group ? " " : "\n  ") + std::string(setting);
+      group = prefix;
     }
-    report.info("explain", "explain: auto placement priced with this cost model (--cost, "
-                           "--cost-file): " + settings + "\n");
+    report.info("explain", text + "\n");
   }
+
   if (result.ok() && explainRejection && named->empty())
     report.info("explain", "explain: compiled; name values to see why each is where it is: "
                            "--explain %NAME[,%NAME...]\n");

@@ -153,6 +153,31 @@ Status checkDestinations(const OutputPlan &plan, const std::string &model) {
   return {};
 }
 
+Status checkNotRead(const OutputPlan &plan, const Graph &graph, const std::string &model) {
+  std::vector<Destination> files;
+  for (const Destination &d : plan.documents)
+    if (!d.path.empty()) files.push_back(d);
+  if (!plan.artifact.empty()) files.push_back({"executable", plan.artifact, "-o"});
+  const fs::path dir = fs::path(model).parent_path();
+  for (const ParamDecl &p : graph.params()) {
+    if (p.init.kind != Initializer::Kind::Npy) continue;
+    for (const Destination &d : files) {
+      std::error_code ec;
+      if (!fs::equivalent(dir / p.init.path, d.path, ec)) continue;
+      const std::string what =
+          "param %" + graph.value(p.value).name + "'s data, '" + p.init.path + "'";
+      return usageError(d.flag == "--emit-dir"
+                            ? "--emit-dir: " + std::string(documentName(d.format)) +
+                                  " would go to '" + d.path + "', which the model reads (" + what +
+                                  "); refusing to overwrite it (choose another --emit-dir)"
+                            : d.flag + " " + d.path + ": the model reads this file (" + what +
+                                  "); refusing to overwrite it with " +
+                                  std::string(documentName(d.format)));
+    }
+  }
+  return {};
+}
+
 Status makeEmitDir(const OutputPlan &plan) {
   if (plan.emitDir.empty()) return {};
   std::error_code ec;

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/graph.h"
 #include "ir/status.h"
 
 namespace ferry {
@@ -44,6 +45,11 @@ Expected<OutputPlan> planOutputs(const OutputRequest &request);
 /// writing (an existing file is opened without truncating it; a new one is created and removed
 /// again), an --emit-dir that does not exist yet can be created (code "io" for these).
 Status checkDestinations(const OutputPlan &plan, const std::string &model);
+
+/// Checks, once the model is parsed, that no file of `plan` is a file the model reads: the data
+/// of its npy(...) params, resolved against the folder of `model` (compared by identity, as
+/// checkDestinations does; code "usage").
+Status checkNotRead(const OutputPlan &plan, const Graph &graph, const std::string &model);
 
 /// Creates plan.emitDir and its parents, if given.
 Status makeEmitDir(const OutputPlan &plan);

@@ -253,25 +253,35 @@ Builder::Scope Builder::computeIn(DType dtype) {
 }
 
 Var Builder::op(OpKind kind, std::vector<Var> operands, std::vector<NamedAttr> attrs, Loc loc) {
+  return build(kind, std::vector<Operand>(operands.begin(), operands.end()), std::move(attrs), loc);
+}
+
+Var Builder::build(OpKind kind, std::vector<Operand> operands, std::vector<NamedAttr> attrs,
+                   Loc loc) {
   FERRY_CHECK(!finished_) << "Builder used after finish()";
   const OpInfo &info = opInfo(kind);
   const std::string opName(info.name);
   Location where = toLocation(loc);
 
   // Omitted optional operands are default Vars at the end: drop them.
-  while (!operands.empty() && operands.back().builder_ == nullptr &&
-         operands.size() <= info.operands.size() && info.operands[operands.size() - 1].optional)
+  while (!operands.empty() && !operands.back().literal_ &&
+         operands.back().var_.builder_ == nullptr && operands.size() <= info.operands.size() &&
+         info.operands[operands.size() - 1].optional)
     operands.pop_back();
 
   bool poisoned = false;
   bool bad = false;
-  std::vector<ValueId> ids;
-  std::vector<TensorType> types;
+  std::vector<ValueId> ids;  // -1 for a literal until its node is made
+  std::vector<TensorType> types(operands.size());
+  std::vector<std::optional<Literal>> literals;
   for (size_t i = 0; i < operands.size(); ++i) {
-    const Var &v = operands[i];
+    literals.push_back(operands[i].literal_);
+    ids.push_back(-1);
+    if (operands[i].literal_) continue;
+    const Var &v = operands[i].var_;
     if (v.builder_ == this && v.id_ >= 0) {
-      ids.push_back(v.id_);
-      types.push_back(graph_.value(v.id_).type);
+      ids.back() = v.id_;
+      types[i] = graph_.value(v.id_).type;
       continue;
     }
     if (v.builder_ == this) {
@@ -307,25 +317,38 @@ Var Builder::op(OpKind kind, std::vector<Var> operands, std::vector<NamedAttr> a
   }
   if (bad) return Var(this, -1);
 
+  const std::vector<Location> at(operands.size(), where);
+  Expected<std::vector<std::optional<TensorData>>> literalValues =
+      typeLiterals(info, types, literals, at, where);
+  if (!literalValues) {
+    diags_.append(literalValues.status().diagnostics());
+    return Var(this, -1);
+  }
   InferResult inferred = inferType(info, types, *complete);
   if (const auto *err = std::get_if<InferError>(&inferred)) {
     Diagnostic &d = diags_.error(err->code, where, err->message);
     for (size_t i = 0; i < ids.size(); ++i) {
       std::string spec = info.operands.empty() ? "" : " (" + info.operand(i).name + ")";
-      d.note("operand " + std::to_string(i) + spec + " %" + graph_.value(ids[i]).name + " : " +
-             types[i].str());
+      d.note("operand " + std::to_string(i) + spec + " " +
+             (literals[i] ? "literal " + literals[i]->str() : "%" + graph_.value(ids[i]).name) +
+             " : " + types[i].str());
     }
     return Var(this, -1);
   }
 
+  std::string name = graph_.uniqueName("");
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (std::optional<TensorData> &value = (*literalValues)[i])
+      ids[i] = addLiteral(graph_, literals[i]->kind, std::move(*value),
+                          graph_.uniqueName(literalName(name, info, i)), where);
   NodeSpec spec{kind,
                 std::move(ids),
                 std::move(*complete),
                 deviceScopes_.empty() ? std::nullopt : std::optional<Device>(deviceScopes_.back()),
                 dtypeScopes_.empty() ? std::nullopt : std::optional<DType>(dtypeScopes_.back()),
                 std::move(where)};
-  NodeId n = graph_.addNode(std::move(spec), graph_.uniqueName(""),
-                            std::get<TensorType>(std::move(inferred)));
+  NodeId n =
+      graph_.addNode(std::move(spec), std::move(name), std::get<TensorType>(std::move(inferred)));
   return Var(this, graph_.node(n).result);
 }
 
@@ -358,18 +381,24 @@ Var Builder::gelu(Var x, std::string approximate, Loc loc) {
 Var Builder::erf(Var x, Loc loc) { return op(OpKind::Erf, {x}, {}, loc); }
 Var Builder::silu(Var x, Loc loc) { return op(OpKind::Silu, {x}, {}, loc); }
 
-Var Builder::add(Var a, Var b, Loc loc) { return op(OpKind::Add, {a, b}, {}, loc); }
-Var Builder::sub(Var a, Var b, Loc loc) { return op(OpKind::Sub, {a, b}, {}, loc); }
-Var Builder::mul(Var a, Var b, Loc loc) { return op(OpKind::Mul, {a, b}, {}, loc); }
-Var Builder::div(Var a, Var b, Loc loc) { return op(OpKind::Div, {a, b}, {}, loc); }
-Var Builder::pow(Var a, Var b, Loc loc) { return op(OpKind::Pow, {a, b}, {}, loc); }
-Var Builder::maximum(Var a, Var b, Loc loc) { return op(OpKind::Maximum, {a, b}, {}, loc); }
-Var Builder::minimum(Var a, Var b, Loc loc) { return op(OpKind::Minimum, {a, b}, {}, loc); }
-Var Builder::equal(Var a, Var b, Loc loc) { return op(OpKind::Equal, {a, b}, {}, loc); }
-Var Builder::less(Var a, Var b, Loc loc) { return op(OpKind::Less, {a, b}, {}, loc); }
-Var Builder::greater(Var a, Var b, Loc loc) { return op(OpKind::Greater, {a, b}, {}, loc); }
-Var Builder::where(Var cond, Var a, Var b, Loc loc) {
-  return op(OpKind::Where, {cond, a, b}, {}, loc);
+Var Builder::add(Operand a, Operand b, Loc loc) { return build(OpKind::Add, {a, b}, {}, loc); }
+Var Builder::sub(Operand a, Operand b, Loc loc) { return build(OpKind::Sub, {a, b}, {}, loc); }
+Var Builder::mul(Operand a, Operand b, Loc loc) { return build(OpKind::Mul, {a, b}, {}, loc); }
+Var Builder::div(Operand a, Operand b, Loc loc) { return build(OpKind::Div, {a, b}, {}, loc); }
+Var Builder::pow(Operand a, Operand b, Loc loc) { return build(OpKind::Pow, {a, b}, {}, loc); }
+Var Builder::maximum(Operand a, Operand b, Loc loc) {
+  return build(OpKind::Maximum, {a, b}, {}, loc);
+}
+Var Builder::minimum(Operand a, Operand b, Loc loc) {
+  return build(OpKind::Minimum, {a, b}, {}, loc);
+}
+Var Builder::equal(Operand a, Operand b, Loc loc) { return build(OpKind::Equal, {a, b}, {}, loc); }
+Var Builder::less(Operand a, Operand b, Loc loc) { return build(OpKind::Less, {a, b}, {}, loc); }
+Var Builder::greater(Operand a, Operand b, Loc loc) {
+  return build(OpKind::Greater, {a, b}, {}, loc);
+}
+Var Builder::where(Var cond, Operand a, Operand b, Loc loc) {
+  return build(OpKind::Where, {cond, a, b}, {}, loc);
 }
 
 Var Builder::matmul(Var a, Var b, Loc loc) { return op(OpKind::Matmul, {a, b}, {}, loc); }

@@ -18,9 +18,11 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/literal.h"
 #include "ir/status.h"
 
 namespace ferry {
@@ -43,6 +45,31 @@ class Var {
   Var(const Builder *b, ValueId id) : builder_(b), id_(id) {}
   const Builder *builder_ = nullptr;
   ValueId id_ = -1;
+};
+
+/// An operand of the ops that take scalar literals (add, sub, mul, div, pow, maximum, minimum,
+/// equal, less, greater, and where's a and b): a Var, or a C++ number or bool, which promotes as a
+/// Python scalar does in PyTorch: `b.mul(h, 0.5)` keeps an f16 `h` in f16, `b.add(i, 1)` keeps
+/// an i32 `i` in i32, `b.add(i, 0.5)` computes in f32 (ir/literal.h). It prints as `mul(%h, 0.5)`.
+class Operand {
+ public:
+  Operand(Var v) : var_(v) {}
+  /// A literal: `bool` is a bool literal, integers are integer literals, floating types float ones.
+  template <class T>
+  requires std::is_arithmetic_v<T> Operand(T v) : literal_(toLiteral(v)) {}
+
+ private:
+  friend class Builder;
+  template <class T> static Literal toLiteral(T v) {
+    if constexpr (std::is_same_v<T, bool>)
+      return {DTypeCategory::Bool, v ? 1 : 0, 0};
+    else if constexpr (std::is_integral_v<T>)
+      return {DTypeCategory::Integer, static_cast<int64_t>(v), 0};
+    else
+      return {DTypeCategory::Floating, 0, static_cast<double>(v)};
+  }
+  Var var_;
+  std::optional<Literal> literal_;
 };
 
 /// How a param is initialised without explicit data.
@@ -132,17 +159,18 @@ class Builder {
   Var erf(Var x, Loc loc = Loc::current());
   Var silu(Var x, Loc loc = Loc::current());
 
-  Var add(Var a, Var b, Loc loc = Loc::current());
-  Var sub(Var a, Var b, Loc loc = Loc::current());
-  Var mul(Var a, Var b, Loc loc = Loc::current());
-  Var div(Var a, Var b, Loc loc = Loc::current());
-  Var pow(Var a, Var b, Loc loc = Loc::current());
-  Var maximum(Var a, Var b, Loc loc = Loc::current());
-  Var minimum(Var a, Var b, Loc loc = Loc::current());
-  Var equal(Var a, Var b, Loc loc = Loc::current());
-  Var less(Var a, Var b, Loc loc = Loc::current());
-  Var greater(Var a, Var b, Loc loc = Loc::current());
-  Var where(Var cond, Var a, Var b, Loc loc = Loc::current());
+  // Binary ops and where take a literal for a data operand (Operand): `b.add(x, 1.0)`.
+  Var add(Operand a, Operand b, Loc loc = Loc::current());
+  Var sub(Operand a, Operand b, Loc loc = Loc::current());
+  Var mul(Operand a, Operand b, Loc loc = Loc::current());
+  Var div(Operand a, Operand b, Loc loc = Loc::current());
+  Var pow(Operand a, Operand b, Loc loc = Loc::current());
+  Var maximum(Operand a, Operand b, Loc loc = Loc::current());
+  Var minimum(Operand a, Operand b, Loc loc = Loc::current());
+  Var equal(Operand a, Operand b, Loc loc = Loc::current());
+  Var less(Operand a, Operand b, Loc loc = Loc::current());
+  Var greater(Operand a, Operand b, Loc loc = Loc::current());
+  Var where(Var cond, Operand a, Operand b, Loc loc = Loc::current());
 
   Var matmul(Var a, Var b, Loc loc = Loc::current());
   /// x·Wᵀ (+ bias); pass a default Var for no bias.
@@ -199,6 +227,8 @@ class Builder {
   const TensorType &typeOf(ValueId v) const;
 
  private:
+  /// What op() does, with literal operands where the op takes them (ir/literal.h).
+  Var build(OpKind kind, std::vector<Operand> operands, std::vector<NamedAttr> attrs, Loc loc);
   Location toLocation(const Loc &loc) const;
   bool checkVar(Var v, const Location &where, std::string_view what);
   bool checkName(const std::string &name, const Location &where, std::string_view what);

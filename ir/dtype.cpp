@@ -49,19 +49,39 @@ DType promoteTypes(DType a, DType b) {
   return dtypeSize(a) >= dtypeSize(b) ? a : b;
 }
 
+DType wrappedDType(DTypeCategory kind) {
+  switch (kind) {
+    case DTypeCategory::Bool: return DType::Bool;
+    case DTypeCategory::Integer: return DType::I64;
+    case DTypeCategory::Floating: break;
+  }
+  return DType::F32;
+}
+
 void ResultType::add(DType t, bool zeroDim) {
   std::optional<DType> &slot = zeroDim ? zero_ : dim_;
   slot = slot ? promoteTypes(*slot, t) : t;
 }
 
+void ResultType::addWrapped(DTypeCategory kind) {
+  DType t = wrappedDType(kind);
+  wrapped_ = wrapped_ ? promoteTypes(*wrapped_, t) : t;
+}
+
+namespace {
+// c10's combine_categories for ferry's dtypes (no complex): a lower tier's result is promoted in
+// when its category is higher than the higher tier's; a lower or equal one (a floating higher
+// result, or integer over integer/bool) is not.
+std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return lower;
+  if (!lower || dtypeCategory(*lower) <= dtypeCategory(*higher)) return higher;
+  return promoteTypes(*higher, *lower);
+}
+}  // namespace
+
 DType ResultType::get() const {
   FERRY_CHECK(!empty()) << "result type of no operands";
-  if (!dim_) return *zero_;
-  if (!zero_) return *dim_;
-  // c10's combine_categories: a higher-category zero-dim result is promoted in, a lower or equal
-  // one (a floating dimensioned result, or integer over integer/bool) is not.
-  if (dtypeCategory(*zero_) > dtypeCategory(*dim_)) return promoteTypes(*dim_, *zero_);
-  return *dim_;
+  return *combine(dim_, combine(zero_, wrapped_));
 }
 
 }  // namespace ferry

@@ -52,21 +52,29 @@ std::string_view dtypeNameList();
 /// dtype ferry lacks (u8 + i8 -> i16) the next wider one of ours is used (i32).
 DType promoteTypes(DType a, DType b);
 
-/// `torch.result_type` over tensor operands (ferry has no Python scalars), fed one operand at a
-/// time as PyTorch's ResultTypeState is. Dimensioned operands (rank > 0) decide, promoted with
-/// each other; zero-dim operands (rank 0) take part only when their category (bool < integer <
-/// floating) is higher than the dimensioned result's, and then the result is the promotion of
-/// both: f16[4] + f64[] -> f16, u8[4] + i64[] -> u8, i32[4] + f64[] -> f64, bool[4] + i8[] -> i8.
-/// With only zero-dim operands they decide among themselves.
+/// The dtype a Python scalar of category `kind` stands for in type promotion (PyTorch's "wrapped
+/// numbers"): a float is the default float dtype f32, an int i64, a bool bool.
+DType wrappedDType(DTypeCategory kind);
+
+/// `torch.result_type`, fed one operand at a time as PyTorch's ResultTypeState is. Operands come
+/// in three tiers, each promoted within itself (promoteTypes): dimensioned tensors (rank > 0),
+/// zero-dim tensors (rank 0) and wrapped numbers (scalar literals, `add(%x, 1.0)`: see
+/// ir/literal.h). A lower tier takes part only when its category (bool < integer < floating) is
+/// higher than the result of the tiers above it, and then the result is the promotion of both
+/// (c10's combine_categories): f16[4] + f64[] -> f16, u8[4] + i64[] -> u8, i32[4] + f64[] -> f64,
+/// bool[4] + i8[] -> i8; f16[4] + 1.0 -> f16, i32[4] + 2 -> i32, i32[4] + 1.0 -> f32 (the
+/// default float), bool[4] + 2 -> i64, f16[] + 1.0 -> f16. With one tier only, it decides alone.
 class ResultType {
  public:
   void add(DType t, bool zeroDim);
-  bool empty() const { return !dim_ && !zero_; }
+  /// A scalar literal of category `kind` (as its wrappedDType).
+  void addWrapped(DTypeCategory kind);
+  bool empty() const { return !dim_ && !zero_ && !wrapped_; }
   /// The result dtype; at least one operand must have been added.
   DType get() const;
 
  private:
-  std::optional<DType> dim_, zero_;
+  std::optional<DType> dim_, zero_, wrapped_;
 };
 
 }  // namespace ferry

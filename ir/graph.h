@@ -102,6 +102,10 @@ struct Node {
   std::optional<DType> pinDType;    ///< user pin: compute in this dtype
   Location loc;
   bool inserted = false;  ///< made by the compiler (a transfer or cast), not written by the user
+  /// Set on a zero-dim `constant` written as a scalar literal operand (`add(%x, 1.0)`): the
+  /// literal's kind, which promotes as a Python scalar does in PyTorch (ir/literal.h). It prints
+  /// inline at its one reader and has no statement of its own.
+  std::optional<DTypeCategory> literal;
 
   const OpInfo &info() const { return opInfo(op); }
 };

@@ -142,7 +142,8 @@ class LineLexer {
     if (end == digits.data() + digits.size() &&
         (ec == std::errc() || ec == std::errc::result_out_of_range) && !isAlpha(digits[0]))
       return make(Tok::Float, start, i_);
-    return error(start, "invalid number '" + std::string(s_.substr(start, i_ - start)) + "'");
+    return error(start, "invalid number '" + std::string(s_.substr(start, i_ - start)) +
+                            "' (numbers are written 2, -1, 0.5, 1e-3, inf or nan)");
   }
 
   Token string() {

@@ -319,6 +319,30 @@ std::optional<Scalar> Parser::scalar(DType dtype, const Token &t) {
   return Scalar{false, 0, *v};
 }
 
+std::optional<Literal> Parser::literal(const Token &t) {
+  if (t.kind == Tok::Ident) {
+    if (t.text == "true" || t.text == "false")
+      return Literal{DTypeCategory::Bool, t.text == "true" ? 1 : 0, 0};
+    return Literal{DTypeCategory::Floating, 0, *floatValue(t.text)};  // inf, nan
+  }
+  if (t.kind == Tok::Int) {
+    if (std::optional<int64_t> v = intValue(t.text)) return Literal{DTypeCategory::Integer, *v, 0};
+    error("literal", t.col, "integer literal " + describeToken(t) + " does not fit in 64 bits");
+    return std::nullopt;
+  }
+  if (std::optional<double> v = floatValue(t.text)) return Literal{DTypeCategory::Floating, 0, *v};
+  error("literal", t.col, "number " + describeToken(t) + " is out of the range of a double");
+  return std::nullopt;
+}
+
+std::string Parser::literalValueName(std::string_view reader, const OpInfo &op, size_t i) const {
+  const std::string base = literalName(reader, op, i);
+  std::string name = base;
+  for (int k = 1; graph_.hasValue(name) || firstDef_.count(name); ++k)
+    name = base + "." + std::to_string(k);
+  return name;
+}
+
 bool Parser::withinLimit(const TensorType &type, int col, const std::string &what) {
   if (static_cast<int64_t>(type.byteSize()) <= options_.maxParamBytes) return true;
   error("limit", col,

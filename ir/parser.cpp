@@ -22,6 +22,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "ir/literal.h"
 #include "ir/parser_impl.h"
 #include "ir/verifier.h"
 
@@ -191,7 +192,8 @@ void Parser::statement() {
 
 std::optional<ValueId> Parser::use(const Token &t, bool &poisoned) {
   std::string name(t.text);
-  if (std::optional<ValueId> v = graph_.findValue(name)) return v;
+  // A literal's value has a name, but none the text gave it: it is not there to be used.
+  if (std::optional<ValueId> v = graph_.findValue(name); v && !isLiteral(graph_, *v)) return v;
   if (poisoned_.count(name)) {
     poisoned = true;
     return std::nullopt;
@@ -209,7 +211,7 @@ std::string Parser::undefinedMessage(const std::string &name, int atLine) {
   if (graph_.valueCount() <= 4096) {
     std::vector<std::string_view> names;
     for (ValueId v = 0; v < static_cast<ValueId>(graph_.valueCount()); ++v)
-      names.push_back(graph_.value(v).name);
+      if (!isLiteral(graph_, v)) names.push_back(graph_.value(v).name);
     hint = didYouMean(name, names, "%");
   }
   return "use of undefined value %" + name + hint;
@@ -345,7 +347,7 @@ bool Parser::node() {
   std::vector<ParsedAttr> given;
   if (!accept(Tok::RParen)) {
     while (true) {
-      if (at(Tok::Value)) {
+      if (at(Tok::Value) || atLiteral()) {
         if (!given.empty()) {
           error("parse", peek().col, "operands must come before attributes");
           return false;
@@ -359,7 +361,8 @@ bool Parser::node() {
         if (!v) return false;
         given.push_back({std::string(key.text), std::move(*v), key.col, valueCol});
       } else {
-        return unexpected("an operand (%name) or an attribute (name=value)");
+        return unexpected("an operand (%name, or a literal such as 1.0, 2 or true) or an attribute "
+                          "(name=value)");
       }
       if (accept(Tok::RParen)) break;
       if (!accept(Tok::Comma)) return unexpected("',' or ')'");
@@ -376,13 +379,20 @@ bool Parser::node() {
   }
   const std::string opName(op->name);
   bool ok = true, poisoned = false;
-  std::vector<ValueId> ids;
+  std::vector<ValueId> ids;  // -1 for a literal until its node is made
+  std::vector<std::optional<Literal>> literals;
   for (const Token *o : operands) {
+    if (o->kind != Tok::Value) {
+      std::optional<Literal> lit = literal(*o);
+      ok = lit.has_value() && ok;
+      literals.push_back(lit);
+      ids.push_back(-1);
+      continue;
+    }
     std::optional<ValueId> v = use(*o, poisoned);
-    if (v)
-      ids.push_back(*v);
-    else
-      ok = false;
+    literals.emplace_back();
+    ids.push_back(v.value_or(-1));
+    ok = v.has_value() && ok;
   }
   ok = define(result) && ok;
   // Attribute names and kinds are checked here, at their own columns; makeAttrs then completes
@@ -429,8 +439,18 @@ bool Parser::node() {
   }
   if (!ok) return false;
 
-  std::vector<TensorType> types;
-  for (ValueId v : ids) types.push_back(graph_.value(v).type);
+  std::vector<TensorType> types(ids.size());
+  std::vector<Location> at;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] >= 0) types[i] = graph_.value(ids[i]).type;
+    at.push_back(loc(operands[i]->col));
+  }
+  Expected<std::vector<std::optional<TensorData>>> literalValues =
+      typeLiterals(*op, types, literals, at, loc(opTok->col));
+  if (!literalValues) {
+    diags_.append(literalValues.status().diagnostics());
+    return false;
+  }
   InferResult inferred = inferType(*op, types, *attrs);
   if (const auto *e = std::get_if<InferError>(&inferred)) {
     error(e->code, opTok->col, e->message);
@@ -445,6 +465,11 @@ bool Parser::node() {
   // comment gives, or none (not its line in this dump), so that dumps read back unchanged.
   Location origin =
       insertedComment_ ? insertedComment_->origin.value_or(Location{}) : statementLoc(result);
+  // Each literal is a node of its own right before its reader, with the reader's origin.
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (std::optional<TensorData> &value = (*literalValues)[i])
+      ids[i] = addLiteral(graph_, literals[i]->kind, std::move(*value),
+                          literalValueName(result.text, *op, i), origin);
   NodeSpec spec{op->kind, std::move(ids), std::move(*attrs), p.device, p.dtype, std::move(origin)};
   NodeId id = graph_.addNode(std::move(spec), std::string(result.text), type);
   graph_.node(id).inserted = insertedComment_.has_value();
@@ -485,7 +510,7 @@ void Parser::finish() {
     end = eof_;
   }
   for (const PendingOutput &o : pending_) {
-    if (std::optional<ValueId> v = graph_.findValue(o.name)) {
+    if (std::optional<ValueId> v = graph_.findValue(o.name); v && !isLiteral(graph_, *v)) {
       graph_.addOutput(*v, o.pin, o.loc);
     } else if (!poisoned_.count(o.name)) {
       diags_.error("name", o.at, undefinedMessage(o.name, INT32_MAX));

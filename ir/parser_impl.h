@@ -14,6 +14,7 @@
 
 #include "ir/graph.h"
 #include "ir/lexer.h"
+#include "ir/literal.h"
 #include "ir/parser.h"
 
 namespace ferry::fy {
@@ -130,6 +131,17 @@ class Parser {
   std::optional<TensorData> loadNpy(const Token &pathTok, const TensorType &type,
                                     const std::string &what);
   std::optional<ValueId> use(const Token &t, bool &poisoned);
+  // A scalar literal operand: a number, true, false, inf or nan (not `name=`).
+  bool atLiteral() const {
+    const Token &t = peek();
+    if (t.kind == Tok::Int || t.kind == Tok::Float) return true;
+    return t.kind == Tok::Ident && peek(1).kind != Tok::Equal &&
+           (t.text == "true" || t.text == "false" || t.text == "inf" || t.text == "nan");
+  }
+  std::optional<Literal> literal(const Token &t);
+  // The name of the literal that is operand `i` of the node defining `%reader`: free now and not
+  // defined further down the text.
+  std::string literalValueName(std::string_view reader, const OpInfo &op, size_t i) const;
   bool define(const Token &name);
   Location statementLoc(const Token &name) const {
     return commentLoc_ ? *commentLoc_ : loc(name.col);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include <set>
 
 #include "ir/lexer.h"
+#include "ir/literal.h"
 #include "ir/npy.h"
 
 namespace ferry {
@@ -70,7 +72,10 @@ std::vector<std::string> npyPaths(const Graph &graph, const PrintOptions &option
 class Printer {
  public:
   Printer(const Graph &graph, const PrintOptions &options)
-      : g_(graph), options_(options), npyPaths_(npyPaths(graph, options)) {}
+      : g_(graph), options_(options), npyPaths_(npyPaths(graph, options)) {
+    for (const OutputDecl &o : graph.outputs()) outputs_.push_back(o.value);
+    std::sort(outputs_.begin(), outputs_.end());
+  }
 
   std::string run() {
     const std::string &name = g_.name();
@@ -83,7 +88,8 @@ class Printer {
       std::string s = "param " + typed(p.value) + device(p.pin, p.value) + " = " + init(p, i);
       line(s, p.loc);
     }
-    for (NodeId id : g_.order()) node(g_.node(id));
+    for (NodeId id : g_.order())
+      if (!inlined(g_.node(id).result)) node(g_.node(id));
     for (const OutputDecl &o : g_.outputs())
       line("output " + valueRef(g_, o.value) + device(o.pin, o.value), o.loc);
     flushLines();
@@ -156,7 +162,7 @@ class Printer {
     s += " = " + std::string(op.name) + "(";
     bool first = true;
     for (ValueId o : n.operands) {
-      s += (first ? "" : ", ") + valueRef(g_, o);
+      s += (first ? "" : ", ") + (inlined(o) ? literalOf(g_, o).str() : valueRef(g_, o));
       first = false;
     }
     for (size_t i = 0; i < op.attrs.size() && i < n.attrs.size(); ++i) {
@@ -168,8 +174,15 @@ class Printer {
     line(s + ")", n.loc, n.inserted);
   }
 
+  // A literal prints as its text at its reader (ir/literal.h), with no statement of its own; one
+  // that is an output (which verify() rejects) prints as the constant it is.
+  bool inlined(ValueId v) const {
+    return isLiteral(g_, v) && !std::binary_search(outputs_.begin(), outputs_.end(), v);
+  }
+
   const Graph &g_;
   const PrintOptions &options_;
+  std::vector<ValueId> outputs_;  // sorted
   std::vector<std::string> npyPaths_;
   std::vector<std::pair<std::string, std::string>> lines_;  // statement, location ("" if none)
   std::string out_;

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "ir/literal.h"
+
 namespace ferry {
 
 namespace {
@@ -97,6 +99,7 @@ Status verify(const Graph &g) {
   }
 
   std::vector<TensorType> types;  // reused: assigning keeps each shape's storage
+  std::vector<uint8_t> literalReads(g.valueCount(), 0);
   for (NodeId id : g.order()) {
     if (id < 0 || static_cast<size_t>(id) >= g.nodeCount()) {
       diags.error("verify", {}, "order refers to node #" + std::to_string(id) + ", which is not");
@@ -121,6 +124,15 @@ Status verify(const Graph &g) {
         operandsOk = false;
       }
       types[i] = g.value(o).type;
+      // A literal prints inline at its reader: one reader, an operand that takes a literal.
+      if (defined[o] && isLiteral(g, o)) {
+        if (literalReads[o] < 2 && ++literalReads[o] == 2)
+          diags.error("verify", n.loc, "literal " + ref(g, o) + " is read more than once");
+        if (!takesLiteral(n.info(), i))
+          diags.error("verify", n.loc,
+                      "literal " + ref(g, o) + " is operand " + std::to_string(i) + " of '" +
+                          opName() + "', which takes no literal");
+      }
     }
     if (n.result < 0 || n.result >= valueCount || g.value(n.result).def != id ||
         g.value(n.result).kind != ValueKind::Result) {
@@ -132,6 +144,12 @@ Status verify(const Graph &g) {
       continue;
     }
     defined[n.result] = true;
+    if (n.literal && (n.op != OpKind::Constant || g.value(n.result).type.rank() != 0 ||
+                      *n.literal > dtypeCategory(g.value(n.result).type.dtype)))
+      diags.error("verify", n.loc,
+                  "literal " + ref(g, n.result) + " is '" + opName() + "' of " +
+                      g.value(n.result).type.str() +
+                      ": a literal is a zero-dim constant whose dtype holds its kind");
     // The shape rule may only run on operands and attributes it can trust.
     if (!checkAttrs(n, diags) || !operandsOk) continue;
     InferResult r = inferType(n.info(), types, n.attrs);
@@ -148,6 +166,8 @@ Status verify(const Graph &g) {
   for (const OutputDecl &out : g.outputs()) {
     if (out.value < 0 || out.value >= valueCount || !defined[out.value])
       diags.error("verify", out.loc, "output refers to an undefined value");
+    else if (isLiteral(g, out.value))
+      diags.error("verify", out.loc, "literal " + ref(g, out.value) + " is an output");
   }
   if (diags.hasErrors()) return Status(diags.take());
   return {};

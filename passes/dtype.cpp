@@ -17,6 +17,8 @@
 // operands differ in dtype are errors (eager PyTorch raises), all reported in one run and without
 // cascades: a node fed by a rejected one is not judged by that operand. Elementwise ops promote
 // with casts, as PyTorch does internally. promote: rule c for every op, GEMMs and norms included.
+// Scalar literals (`add(%x, 1.0)`, ir/literal.h) promote as PyTorch's Python scalars do and are
+// never cast: a literal whose reader computes in another dtype is retyped in place.
 // Only data operands are cast (`:bool`/`:int` operands never are); cast and constant (FromAttr)
 // compute nothing and ignore pins. A GEMM or conv in f16/bf16 accumulates in f32: that is the
 // contract of every low-precision GEMM/conv kernel, so it is recorded in its result's dtype reason,
@@ -52,6 +54,7 @@
 #include <unordered_set>
 
 #include "ir/id_map.h"
+#include "ir/literal.h"
 #include "ir/printer.h"
 #include "passes/pass.h"
 
@@ -124,7 +127,7 @@ class DTypePass {
       const TensorType &t = g_.value(o).type;
       mixed = mixed || (first && *first != t.dtype);
       if (!first) first = t.dtype;
-      common.add(t.dtype, t.rank() == 0);
+      addOperandType(common, g_, o);
     }
     if (policy_.kind == Policy::Strict && !n.pinDType && op.is(OpTrait::SameDTypeOperands) &&
         mixed) {
@@ -144,6 +147,12 @@ class DTypePass {
       for (size_t i = 0; i < g_.node(id).operands.size(); ++i) {
         ValueId o = g_.node(id).operands[i];
         if (!isData(op, i) || g_.value(o).type.dtype == c.dtype) continue;
+        if (isLiteral(g_, o)) {  // its one reader is this node
+          retypeLiteral(g_, o, c.dtype);
+          g_.dtypeReason(o) = Reason{Reason::Kind::FromConsumer, g_.node(id).result, {}, {}};
+          changedIn = true;
+          continue;
+        }
         if (!detail) detail = &describe(id, c);
         const Node &m = g_.node(id);
         // A cast runs where its consumer does; one feeding a transfer (pinned to a dtype) runs

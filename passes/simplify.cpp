@@ -36,7 +36,8 @@
 //                 ("2 bytes/elem instead of 4").
 //   4. merge      identical pure nodes (all ops are pure): the first in order is kept. Only nodes
 //                 whose every operand has another reader can have an equal node; the others stay
-//                 out of the CSE table until an operand gains a reader.
+//                 out of the CSE table until an operand gains a reader. Literals are never
+//                 merged: each keeps its one reader (ir/literal.h).
 //   5. dead code  reference counts: a node dies when nothing reads its result; a replaced node
 //                 dies at once. Params nothing reads are dropped at the end.
 // Rules look only backwards (operands and their producers, final when visited in order), except
@@ -438,7 +439,9 @@ class Simplifier {
     }
     // An equal node reads the same operands, so a node with an operand nobody else reads has
     // none: it stays out of the table (most nodes of a model; the table is a cache miss per
-    // node) until that operand gains a reader (addUses).
+    // node) until that operand gains a reader (addUses). A literal is never merged: each has
+    // one reader, where it prints (ir/literal.h).
+    if (g_.node(id).literal) return;
     for (ValueId o : g_.node(id).operands)
       if (uses_[o] == 1) {
         alone_[o] = id;

@@ -9,6 +9,7 @@
 #include <limits>
 #include <numeric>
 
+#include "ir/literal.h"
 #include "ir/npy.h"
 #include "ir/verifier.h"
 
@@ -28,7 +29,7 @@ constexpr DType kFloats[] = {DType::F16, DType::BF16, DType::F32, DType::F64};
 class Generator {
  public:
   Generator(uint64_t seed, const RandomGraphOptions &options)
-      : rng_(seed), seed_(seed), options_(options) {
+      : rng_(seed), literals_(seed ^ 0x5ca1a7e5ull), seed_(seed), options_(options) {
     FERRY_CHECK(!options.devices.empty()) << "randomGraph needs at least one device";
   }
 
@@ -51,13 +52,14 @@ class Generator {
     for (int64_t i = rng_.below(3); i > 0; --i) {
       auto v = static_cast<ValueId>(rng_.below(static_cast<int64_t>(g_.valueCount())));
       pin = maybeDevice(0.3);
-      g_.addOutput(v, pin, loc());
+      Location where = loc();
+      if (!isLiteral(g_, v)) g_.addOutput(v, pin, where);  // a literal is no output
     }
     // Inserted marks come from a sequence of their own: the rest of the graph is the same as
     // without them.
     Rng marks(seed_ ^ 0x1a5e47edull);
     for (NodeId n : g_.order())
-      if (marks.chance(options_.insertedRate)) g_.node(n).inserted = true;
+      if (!g_.node(n).literal && marks.chance(options_.insertedRate)) g_.node(n).inserted = true;
     Status s = verify(g_);
     FERRY_CHECK(s.ok()) << "random graph does not verify: " << s.message();
     return std::move(g_);
@@ -201,7 +203,7 @@ class Generator {
   ValueId source(const TensorType &t) {
     std::vector<ValueId> same;
     for (ValueId v = 0; v < static_cast<ValueId>(g_.valueCount()); ++v)
-      if (g_.value(v).type == t) same.push_back(v);
+      if (g_.value(v).type == t && !isLiteral(g_, v)) same.push_back(v);
     if (!same.empty() && rng_.chance(0.6))
       return same[rng_.below(static_cast<int64_t>(same.size()))];
     return newLeaf(t);
@@ -213,7 +215,7 @@ class Generator {
     for (ValueId v = 0; v < static_cast<ValueId>(g_.valueCount()); ++v) {
       const TensorType &t = g_.value(v).type;
       if (acceptsDType(a, t.dtype) && t.rank() >= minRank && t.rank() <= maxRank &&
-          t.numel() <= 4096 && (!ok || ok(t.shape)))
+          t.numel() <= 4096 && (!ok || ok(t.shape)) && !isLiteral(g_, v))
         fits.push_back(v);
     }
     if (!fits.empty() && rng_.chance(0.75))
@@ -247,12 +249,70 @@ class Generator {
     return all;
   }
 
+  // ---- literals (their own sequence) ---------------------------------------------------
+  Literal randomLiteral() {
+    Rng &r = literals_;
+    switch (r.below(3)) {
+      case 0: return {DTypeCategory::Bool, r.below(2), 0};
+      case 1: {
+        if (!options_.extremeValues) return {DTypeCategory::Integer, r.range(-8, 8), 0};
+        // Some do not fit the dtype they meet (300 in u8, 100000 in f16): those are not made.
+        const int64_t ints[] = {0, 1, 2, -1, 7, -8, 300, 100000, INT64_MAX, INT32_MIN};
+        return {DTypeCategory::Integer, ints[r.below(std::size(ints))], 0};
+      }
+      default: {
+        if (!options_.extremeValues)
+          return {DTypeCategory::Floating, 0, static_cast<double>(r.range(-128, 128)) / 64.0};
+        const double floats[] = {0.5,
+                                 -2.0,
+                                 1e-3,
+                                 0.1,
+                                 1.0 / 3.0,
+                                 -0.0,
+                                 2.5,
+                                 65504.,
+                                 1e300,
+                                 std::numeric_limits<double>::infinity(),
+                                 -std::numeric_limits<double>::infinity(),
+                                 std::numeric_limits<double>::quiet_NaN()};
+        return {DTypeCategory::Floating, 0, floats[r.below(std::size(floats))]};
+      }
+    }
+  }
+
+  // With probability literalRate, one data operand of a node that takes literals becomes a
+  // literal (made right before the node, named and located as the parser does), and `type` the
+  // node's type with it. Nothing changes when the literal does not fit.
+  void maybeLiteral(const OpInfo &op, const Attrs &attrs, std::vector<ValueId> &ids,
+                    TensorType &type, const std::string &reader, const Location &where) {
+    if (!literals_.chance(options_.literalRate)) return;
+    std::vector<size_t> slots;
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (takesLiteral(op, i)) slots.push_back(i);
+    if (slots.empty()) return;
+    const size_t slot = slots[literals_.below(static_cast<int64_t>(slots.size()))];
+    std::vector<std::optional<Literal>> lits(ids.size());
+    lits[slot] = randomLiteral();
+    std::vector<TensorType> types;
+    for (ValueId v : ids) types.push_back(g_.value(v).type);
+    const std::vector<Location> at(ids.size());
+    Expected<std::vector<std::optional<TensorData>>> values =
+        typeLiterals(op, types, lits, at, where);
+    if (!values) return;
+    InferResult r = inferType(op, types, attrs);
+    if (std::holds_alternative<InferError>(r)) return;
+    type = std::get<TensorType>(r);
+    ids[slot] = addLiteral(g_, lits[slot]->kind, std::move(*(*values)[slot]),
+                           g_.uniqueName(literalName(reader, op, slot)), where);
+  }
+
   // ---- nodes --------------------------------------------------------------------------
   bool addNode(OpKind kind);
   bool operands(OpKind kind, const OpInfo &op, std::vector<ValueId> &ids,
                 std::vector<NamedAttr> &attrs);
 
   Rng rng_;
+  Rng literals_;
   uint64_t seed_;
   const RandomGraphOptions &options_;
   Graph g_;
@@ -269,14 +329,17 @@ bool Generator::addNode(OpKind kind) {
   for (ValueId v : ids) types.push_back(g_.value(v).type);
   InferResult r = inferType(op, types, *attrs);
   if (std::holds_alternative<InferError>(r)) return false;
-  const TensorType &t = std::get<TensorType>(r);
+  TensorType t = std::get<TensorType>(r);
   if (t.numel() > 100000) return false;
   std::optional<DType> pinDType;
   if (rng_.chance(options_.dtypePinRate)) pinDType = kFloats[rng_.below(4)];
   std::optional<Device> pinDevice = maybeDevice(0.25);
   if (options_.compileReady && kind == OpKind::Transfer) pinDevice.reset();
-  NodeSpec spec{kind, std::move(ids), std::move(*attrs), pinDevice, pinDType, loc()};
-  NodeId n = g_.addNode(std::move(spec), name("node"), t);
+  Location where = loc();
+  std::string result = name("node");
+  maybeLiteral(op, *attrs, ids, t, result, where);
+  NodeSpec spec{kind, std::move(ids), std::move(*attrs), pinDevice, pinDType, where};
+  NodeId n = g_.addNode(std::move(spec), std::move(result), t);
   if (!options_.compileReady && rng_.chance(0.15)) g_.value(g_.node(n).result).device = device();
   return true;
 }
@@ -603,6 +666,7 @@ std::string graphDifference(const Graph &a, const Graph &b) {
       return "node " + n + " pins";
     if (x.loc != y.loc) return "node " + n + " loc " + locStr(x.loc) + " vs " + locStr(y.loc);
     if (x.inserted != y.inserted) return "node " + n + " inserted mark";
+    if (x.literal != y.literal) return "node " + n + " literal mark";
   }
   if (a.outputs().size() != b.outputs().size()) return "output count";
   for (size_t i = 0; i < a.outputs().size(); ++i) {

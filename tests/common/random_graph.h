@@ -22,6 +22,10 @@ struct RandomGraphOptions {
   /// Probability that a node is marked Node::inserted (drawn from its own sequence, so that it
   /// changes nothing else about the graph).
   double insertedRate = 0.1;
+  /// Probability that a binary op or `where` reads a scalar literal (`add(%x, 0.5)`, `2`,
+  /// `true`) for one data operand. Drawn from a sequence of its own: a graph without literals is
+  /// the graph these options gave before literals existed.
+  double literalRate = 0.25;
 
   // Knobs for graphs that go through compile(); the defaults keep the IR tests' graphs.
   /// Where inputs arrive, and what pins, transfers and placed devices choose from.
@@ -44,8 +48,8 @@ struct RandomGraphOptions {
 
 /// A valid graph (it passes verify) built through the Graph API, makeAttrs and inferType: random
 /// ops and shapes of every dtype, device and dtype pins, placed devices, every kind of param
-/// initializer, value names with dots, some statements with source locations, some nodes
-/// marked inserted. The same seed and options always give the same graph.
+/// initializer, scalar literal operands, value names with dots, some statements with source
+/// locations, some nodes marked inserted. The same seed and options always give the same graph.
 Graph randomGraph(uint64_t seed, const RandomGraphOptions &options = {});
 
 /// Writes the data of each Npy-initialised param of `graph` to `dir`/<its path>.

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "frontend/builder.h"
+#include "ir/printer.h"
 
 namespace ferry {
 namespace {
@@ -144,6 +145,62 @@ TEST(Builder, ShapeMismatchIsReportedAtTheCallersLine) {
   std::string text = renderText(d, {.snippet = false});
   EXPECT_TRUE(contains(text, "builder_test.cpp:" + std::to_string(here.line()) + ":")) << text;
   EXPECT_TRUE(contains(text, ": error: ")) << text;
+}
+
+// Numbers and bools are scalar literals where an op takes one, promoting as Python scalars do
+// in PyTorch, and print as the .fy text writes them.
+TEST(Builder, ScalarLiteralsPromoteAsPythonScalarsAndPrintInline) {
+  Builder b("lit");
+  Var h = b.input("h", DType::F16, {4});
+  Var i = b.input("i", DType::I32, {4});
+  Var c = b.input("c", DType::Bool, {4});
+  Var m = b.mul(h, 0.5);
+  Var k = b.add(i, 1);
+  Var f = b.add(i, 0.5f);
+  Var p = b.pow(2.0, h);
+  Var e = b.add(c, 2);
+  Var t = b.add(c, true);
+  Var w = b.where(c, 1.0, i);
+  Var l = b.less(i, int64_t{-3});
+  EXPECT_EQ(m.dtype(), DType::F16);  // a float does not widen f16
+  EXPECT_EQ(k.dtype(), DType::I32);  // an int keeps i32
+  EXPECT_EQ(f.dtype(), DType::F32);  // a float makes an integer tensor the default float
+  EXPECT_EQ(p.dtype(), DType::F16);
+  EXPECT_EQ(e.dtype(), DType::I64);   // an int promotes bool to i64
+  EXPECT_EQ(t.dtype(), DType::Bool);  // a bool promotes nothing
+  EXPECT_EQ(w.dtype(), DType::F32);
+  EXPECT_EQ(l.dtype(), DType::Bool);
+  for (Var v : {m, k, f, p, e, t, w, l}) b.output("o" + std::to_string(v.id()), v);
+  Expected<Graph> g = std::move(b).finish();
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const std::string text = printGraph(*g, {.locations = false});
+  for (const char *line :
+       {"= mul(%h, 0.5)", "= add(%i, 1)", "= add(%i, 0.5)", "= pow(2.0, %h)", "= add(%c, 2)",
+        "= add(%c, true)", "= where(%c, 1.0, %i)", "= less(%i, -3)"})
+    EXPECT_TRUE(contains(text, line)) << line << "\n" << text;
+  EXPECT_FALSE(contains(text, "constant")) << text;
+  const Node &mul = producerOf(*g, m.id());
+  const Node &lit = producerOf(*g, mul.operands[1]);
+  ASSERT_TRUE(lit.literal);
+  EXPECT_EQ(*lit.literal, DTypeCategory::Floating);
+  EXPECT_EQ(g->value(lit.result).type, (TensorType{DType::F16, {}}));
+  EXPECT_EQ(lit.loc, mul.loc);  // the call's location
+}
+
+TEST(Builder, ScalarLiteralMisuseIsReportedAtTheCallersLine) {
+  Builder b;
+  Var u = b.input("u", DType::U8, {4});
+  auto [bad, here] = std::pair(b.add(u, 300), std::source_location::current());
+  EXPECT_FALSE(bad.valid());
+  EXPECT_FALSE(b.add(1.0, 2).valid());
+  ASSERT_EQ(b.diagnostics().errorCount(), 2);
+  const Diagnostic &range = b.diagnostics().diagnostics()[0];
+  EXPECT_EQ(range.code, "literal");
+  EXPECT_EQ(range.loc.line, static_cast<int>(here.line()));
+  EXPECT_EQ(range.message,
+            "literal 300 is out of range for u8 (0 to 255), the dtype 'add' computes in");
+  EXPECT_EQ(b.diagnostics().diagnostics()[1].message,
+            "'add' has only literal operands: at least one must be a tensor (%name)");
 }
 
 TEST(Builder, IndependentErrorsAreAllReportedByFinish) {

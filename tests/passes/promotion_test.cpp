@@ -1,10 +1,14 @@
 // tests/passes/promotion_test.cpp — PyTorch's promotion tables (promote_types, result_type with
-// zero-dim operands), written out from its documentation, checked against ferry's lattice, core
-// type inference and the casts the dtype pass inserts under `promote`.
+// zero-dim operands and with Python scalars), written out from its documentation, checked against
+// ferry's lattice, core type inference, scalar literals in `.fy` text and the casts the dtype pass
+// inserts under `promote`.
 #include <gtest/gtest.h>
 
+#include "ir/literal.h"
 #include "ir/ops.h"
 #include "ir/parser.h"
+#include "ir/printer.h"
+#include "passes/compile.h"
 #include "passes/pass.h"
 
 namespace ferry {
@@ -53,6 +57,36 @@ constexpr DType kDimWithZeroDim[9][9] = {
     /* bf16 */ {BF16, BF16, BF16, BF16, BF16, BF16, BF16, BF16, BF16},
     /* f32  */ {F32,  F32,  F32,  F32,  F32,  F32,  F32,  F32,  F32},
     /* f64  */ {F64,  F64,  F64,  F64,  F64,  F64,  F64,  F64,  F64},
+};
+// clang-format on
+
+// torch.result_type(tensor of the row's dtype, Python scalar of the column's kind), i.e. what
+// `tensor + 1.0`, `tensor + 2` and `tensor + True` give. The documented rule: "If a zero-dimension
+// tensor operand has a higher category than dimensioned operands, we promote to a type with
+// sufficient size and category to hold all zero-dim tensor operands of that category. If there
+// are no higher-category zero-dim operands, we promote to a type with sufficient size and
+// category to hold all dimensioned operands. A Python scalar is treated as a zero-dim tensor of
+// the lowest priority: a float scalar is of the default dtype (float32), an int scalar int64, a
+// bool scalar bool" ("Type promotion" in tensor_attributes; c10's ResultTypeState keeps
+// `wrappedResult` below `zeroResult`). The documentation's examples: int_tensor + 5 is int32,
+// int_tensor + 5.5 is float32 (the default dtype), f16 + 1.0 stays float16.
+// A zero-dim tensor alone meets a scalar the same way (f16[] + 1.0 is f16, i32[] + 1.0 is f32).
+enum Scalar { PyFloat, PyInt, PyBool };
+constexpr DTypeCategory kScalarKind[] = {DTypeCategory::Floating, DTypeCategory::Integer,
+                                         DTypeCategory::Bool};
+constexpr const char *kScalarText[] = {"1.0", "2", "true"};
+// clang-format off
+constexpr DType kWithScalar[9][3] = {
+    //          float int   bool     (Python scalar)
+    /* bool */ {F32,  I64,  Bool},
+    /* u8   */ {F32,  U8,   U8},
+    /* i8   */ {F32,  I8,   I8},
+    /* i32  */ {F32,  I32,  I32},
+    /* i64  */ {F32,  I64,  I64},
+    /* f16  */ {F16,  F16,  F16},
+    /* bf16 */ {BF16, BF16, BF16},
+    /* f32  */ {F32,  F32,  F32},
+    /* f64  */ {F64,  F64,  F64},
 };
 // clang-format on
 
@@ -113,6 +147,80 @@ TEST(Promotion, ResultTypeReproducesTheDocumentedExamples) {
   EXPECT_EQ(resultType({{F16, false}, {I64, false}, {F64, true}}), F16);
   EXPECT_EQ(resultType({{Bool, false}, {I8, true}, {U8, true}}), I32);  // PyTorch: i16
   EXPECT_EQ(resultType({{F16, true}, {BF16, true}}), F32);              // only zero-dim ones
+}
+
+TEST(Promotion, ResultTypeWithAPythonScalarMatchesPyTorch) {
+  for (size_t i = 0; i < 9; ++i)
+    for (int k = 0; k < 3; ++k) {
+      for (bool zeroDim : {false, true}) {
+        ResultType r;
+        r.add(kOrder[i], zeroDim);
+        r.addWrapped(kScalarKind[k]);
+        EXPECT_EQ(r.get(), kWithScalar[i][k])
+            << dtypeName(kOrder[i]) << (zeroDim ? "[]" : "[2]") << " + " << kScalarText[k];
+        ResultType first;  // the order does not matter
+        first.addWrapped(kScalarKind[k]);
+        first.add(kOrder[i], zeroDim);
+        EXPECT_EQ(first.get(), kWithScalar[i][k]);
+      }
+    }
+  // Scalars alone: the default dtypes; several: promoted among themselves.
+  auto scalars = [](std::initializer_list<DTypeCategory> kinds) {
+    ResultType r;
+    for (DTypeCategory k : kinds) r.addWrapped(k);
+    return r.get();
+  };
+  EXPECT_EQ(scalars({DTypeCategory::Floating}), F32);
+  EXPECT_EQ(scalars({DTypeCategory::Integer, DTypeCategory::Bool}), I64);
+  EXPECT_EQ(scalars({DTypeCategory::Integer, DTypeCategory::Floating}), F32);
+  // All three tiers: each decides only when the ones above it are of a lower category.
+  ResultType r;
+  r.add(I32, false);
+  r.add(F16, true);
+  r.addWrapped(DTypeCategory::Floating);
+  EXPECT_EQ(r.get(), F16);  // i32[2] + f16[] + 1.0: the zero-dim f16 decides, not the scalar
+  ResultType u;
+  u.add(U8, false);
+  u.add(I8, true);
+  u.addWrapped(DTypeCategory::Floating);
+  EXPECT_EQ(u.get(), F32);  // u8[2] + i8[] + 1.0: the scalar is the only float
+}
+
+// `.fy` literals: `op(%a, LITERAL)` and `op(LITERAL, %a)` for add and mul give the table's dtype;
+// the literal is stored in it, and compiling inserts no cast for it (nor for %a, which already
+// has it whenever PyTorch does not promote).
+TEST(Promotion, LiteralsInTheTextTakeThePyTorchDType) {
+  for (const char *op : {"add", "mul"})
+    for (size_t i = 0; i < 9; ++i)
+      for (int k = 0; k < 3; ++k)
+        for (bool literalFirst : {false, true}) {
+          const DType a = kOrder[i], want = kWithScalar[i][k];
+          const std::string call = std::string(op) + "(" +
+                                   (literalFirst ? std::string(kScalarText[k]) + ", %a"
+                                                 : "%a, " + std::string(kScalarText[k])) +
+                                   ")";
+          const std::string what = std::string(dtypeName(a)) + "[2]: " + call;
+          SCOPED_TRACE(what);
+          const std::string text = "graph g {\n  input %a : " + std::string(dtypeName(a)) +
+                                   "[2]\n  %r = " + call + "\n  output %r\n}\n";
+          Expected<Graph> g = parseGraph(text, "t.fy");
+          ASSERT_TRUE(g.ok()) << g.status().message();
+          const Node &n = *g->producer(*g->findValue("r"));
+          const ValueId lit = n.operands[literalFirst ? 0 : 1];
+          ASSERT_TRUE(isLiteral(*g, lit));
+          EXPECT_EQ(g->value(n.result).type.dtype, want);
+          EXPECT_EQ(g->value(lit).type, (TensorType{want, {}}));
+          for (DTypePolicy::Kind policy : {DTypePolicy::Kind::Strict, DTypePolicy::Kind::Promote}) {
+            CompileOptions options;
+            options.dtype = {policy, F16};
+            CompileResult r = compile(*g, options);
+            ASSERT_TRUE(r.ok()) << renderText(r.diagnostics);
+            EXPECT_EQ(r.stats.castsInserted, a != want ? 1 : 0) << printGraph(r.graph);
+            const Node &c = *r.graph.producer(r.graph.outputs()[0].value);
+            EXPECT_EQ(r.graph.value(c.result).type.dtype, want);
+            for (ValueId o : c.operands) EXPECT_EQ(r.graph.value(o).type.dtype, want);
+          }
+        }
 }
 
 // Core type inference applies the same rule, so parsed graphs are already typed by it.

@@ -3,9 +3,9 @@
 // reference interpreter.
 //
 // Each seed makes one graph (tests/common/random_graph.h) over {cpu, cpu:1} or {cpu, cpu:1,
-// cpu:2} with random device pins, input devices, dtype pins and mixed dtypes, and compiles it
-// under all 8 policy combinations (placement strict|auto x dtype strict|promote|autocast=f16|
-// autocast=bf16). Then:
+// cpu:2} with random device pins, input devices, dtype pins, mixed dtypes and scalar literals,
+// and compiles it under all 8 policy combinations (placement strict|auto x dtype
+// strict|promote|autocast=f16|autocast=bf16). Then:
 //   1. invariants  every operand on its node's device (transfers excepted), data operands of the
 //                  dtype the op's rule needs, no value transferred twice to one device, pins and
 //                  declared input devices kept, output types unchanged, verify() ok
@@ -211,7 +211,7 @@ bool hasCode(const CompileResult &r, std::string_view code) {
 struct Tally {
   int graphs = 0, compiled = 0, deviceRejections = 0, dtypeRejections = 0;
   int oracleConflicts = 0, withTransfers = 0, withCasts = 0, exactChecks = 0;
-  int toleranceChecks = 0;
+  int toleranceChecks = 0, withLiterals = 0;
   std::map<std::string, int> otherRejections;  // by diagnostic code
 };
 
@@ -241,6 +241,8 @@ TEST_P(Property, RandomGraphsCompileSoundly) {
     if (conditioned) gen.ops = kWellConditioned;
     const Graph g = testutil::randomGraph(static_cast<uint64_t>(seed), gen);
     ++tally.graphs;
+    tally.withLiterals += std::any_of(g.order().begin(), g.order().end(),
+                                      [&](NodeId n) { return g.node(n).literal.has_value(); });
     const std::vector<std::string> conflicts = strictConflicts(g, Device::cpu());
     tally.oracleConflicts += !conflicts.empty();
 
@@ -369,10 +371,10 @@ TEST_P(Property, RandomGraphsCompileSoundly) {
   for (const auto &[code, n] : tally.otherRejections) other += " " + code + "=" + std::to_string(n);
   std::printf("shard %d: %d graphs, %d compiles ok, rejected: %d device, %d dtype, other:%s; "
               "oracle conflicts %d; with transfers %d, with casts %d; values checked exactly %d, "
-              "within tolerance %d\n",
+              "within tolerance %d; with literals %d\n",
               shard, tally.graphs, tally.compiled, tally.deviceRejections, tally.dtypeRejections,
               other.empty() ? " none" : other.c_str(), tally.oracleConflicts, tally.withTransfers,
-              tally.withCasts, tally.exactChecks, tally.toleranceChecks);
+              tally.withCasts, tally.exactChecks, tally.toleranceChecks, tally.withLiterals);
   // Every shard exercises each outcome, so that a generator change cannot hollow the test out.
   EXPECT_EQ(tally.graphs, kGraphs / kShards);
   EXPECT_GT(tally.oracleConflicts, tally.graphs / 20);
@@ -381,6 +383,7 @@ TEST_P(Property, RandomGraphsCompileSoundly) {
   EXPECT_GT(tally.withCasts, tally.graphs / 20);
   EXPECT_GT(tally.exactChecks, tally.graphs / 4);
   EXPECT_GT(tally.toleranceChecks, tally.graphs / 4);
+  EXPECT_GT(tally.withLiterals, tally.graphs / 10);  // scalar literals, placed with their reader
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, Property, ::testing::Range(0, kShards));

@@ -99,6 +99,53 @@ TEST(Session, RunsAndMatchesTheReferenceInterpreter) {
   EXPECT_EQ(r->outputs[0].tensor.device(), Device::cpu());
 }
 
+// Scalar literals (`add(%x, 1.0)`) run as zero-dim weights of their reader's dtype, on its device:
+// no cast, no transfer, values as PyTorch computes them.
+TEST(Session, ScalarLiteralsComputeInTheirTensorsDType) {
+  constexpr std::string_view kLiterals = R"(graph lit {
+  input %x : f32[2,3] @cpu:1
+  input %h : f16[4] @cpu:1
+  input %i : i32[3] @cpu:1
+  %y = add(%x, 1.0)
+  %z = mul(%h, 0.5)
+  %k = add(%i, 2)
+  %d = div(%i, 2)
+  %g = greater(%i, 0.5)
+  %w = where(%g, %y, -1.0)
+  output %y, %z, %k, %d, %w
+})";
+  for (PlacementPolicy p : {PlacementPolicy::Strict, PlacementPolicy::Auto}) {
+    SCOPED_TRACE(std::string(placementPolicyName(p)));
+    Session::Options moved = checked();
+    moved.moveInputs = true;  // the inputs are made on the host; the model takes them on cpu:1
+    Session s = open(kLiterals, on({Device::cpu(), Device::cpu(1)}, p), moved);
+    EXPECT_EQ(s.executable().planTransfers, 0) << "a literal runs where its reader does";
+    const TensorData x =
+        TensorData::fromDoubles(DType::F32, {2, 3}, std::vector<double>{0, 1, 2, -3, 4.5, -0.25});
+    const TensorData h =
+        TensorData::fromDoubles(DType::F16, {4}, std::vector<double>{1, -3, 0.1, 65504});
+    const TensorData i = TensorData::fromDoubles(DType::I32, {3}, std::vector<double>{-3, 0, 7});
+    const std::map<std::string, TensorData> inputs{{"x", x}, {"h", h}, {"i", i}};
+    Expected<RunResult> r = s.run({{"x", x}, {"h", h}, {"i", i}});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    auto host = [&](std::string_view name) { return r->find(name)->data(); };
+    EXPECT_EQ(host("y"), TensorData::fromDoubles(DType::F32, {2, 3},
+                                                 std::vector<double>{1, 2, 3, -2, 5.5, 0.75}));
+    // f16 stays f16 (a Python float does not promote it); 65504 * 0.5 is exact.
+    EXPECT_EQ(host("z"), TensorData::fromDoubles(DType::F16, {4},
+                                                 std::vector<double>{0.5, -1.5, 0.1 / 2, 32752}));
+    EXPECT_EQ(host("k"), TensorData::fromDoubles(DType::I32, {3}, std::vector<double>{-1, 2, 9}));
+    EXPECT_EQ(host("d"),
+              TensorData::fromDoubles(DType::F32, {3}, std::vector<double>{-1.5, 0, 3.5}));
+    EXPECT_EQ(host("w"), TensorData::fromDoubles(DType::F32, {2, 3},
+                                                 std::vector<double>{-1, -1, 3, -1, -1, 0.75}));
+    auto want = reference::run(parseOk(kLiterals), inputs);
+    ASSERT_TRUE(want.ok()) << want.status().message();
+    for (size_t o = 0; o < want->size(); ++o)
+      EXPECT_EQ(r->outputs[o].tensor.data(), (*want)[o]) << r->outputs[o].name;
+  }
+}
+
 TEST(Session, TransfersBetweenVirtualDevicesAreCountedAgainstThePlan) {
   Session s = open(kTwoDevices, on({Device::cpu(), Device::cpu(1)}, PlacementPolicy::Auto));
   const Executable &exe = s.executable();

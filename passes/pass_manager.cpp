@@ -6,6 +6,7 @@
 
 #include "ir/verifier.h"
 #include "passes/compile.h"
+#include "passes/load_time.h"
 #include "passes/pass.h"
 
 namespace ferry {
@@ -102,8 +103,12 @@ void describeGraph(const Graph &g, const CompileOptions &options, CompileStats &
   stats.directionBytes = {};
   stats.directionTransfers = {};
   stats.casts = 0;
+  stats.loadTransfers = 0;
+  stats.loadTransferBytes = 0;
+  stats.loadCasts = 0;
   stats.nodesPerDevice.clear();
   stats.estimatedSeconds = 0;
+  const std::vector<uint8_t> weights = weightValues(g);  // what runs at load is free per run
   std::vector<TensorType> types;                  // reused: assigning keeps each shape's storage
   std::vector<std::pair<Device, int>> perDevice;  // a handful of devices: a map lookup per node
   for (NodeId id : g.order()) {                   // costs more than this scan
@@ -115,6 +120,15 @@ void describeGraph(const Graph &g, const CompileOptions &options, CompileStats &
                                 [&](const auto &e) { return e.first == *r.device; });
     if (counted == perDevice.end()) counted = perDevice.insert(counted, {*r.device, 0});
     ++counted->second;
+    if (runsAtLoad(n, weights)) {
+      if (n.op == OpKind::Transfer) {
+        ++stats.loadTransfers;
+        stats.loadTransferBytes += static_cast<int64_t>(r.type.byteSize());
+      } else if (n.op == OpKind::Cast) {
+        ++stats.loadCasts;
+      }
+      continue;
+    }
     if (n.op == OpKind::Transfer) {
       Device from = g.value(n.operands[0]).device.value_or(*r.device);
       auto bytes = static_cast<int64_t>(r.type.byteSize());

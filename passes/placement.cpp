@@ -7,7 +7,8 @@
 //           unpinned params and constants their consumers'. Every node whose operands disagree
 //           is an error, all of them in one run. Nothing moves implicitly.
 //   auto    pins are constraints; everything else minimises the cost model's estimate of compute
-//           plus transfers (placement_auto.cpp). Exact (a minimum s-t cut) with two devices.
+//           plus transfers per run (placement_auto.cpp; a weight's transfers run once, at load,
+//           and cost nothing per run). Exact (a minimum s-t cut) with two devices.
 // In both, an op the chosen device has no kernel for falls back to the CPU (a warning) or is an
 // error (fallback off), and an output pin (`output %y @cpu`) is honoured with a transfer.
 //

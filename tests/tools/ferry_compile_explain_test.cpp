@@ -40,6 +40,17 @@ TEST_F(FerryCompileExplain, ExplainsTheValuesOfARejectedModel) {
       << broken.err;
 }
 
+// The cost of an option that compiles says what moves per run and, apart, what moves once at load:
+// the bias left on cpu is copied to cpu:1 when a session is created, not in every run.
+TEST_F(FerryCompileExplain, TheCostOfAnAlternativeSaysWhatMovesAtLoad) {
+  const std::string model = std::string(FERRY_SOURCE_DIR) + "/examples/bias_elsewhere.fy";
+  Result r = run("--devices cpu,cpu:1 --explain " + shellQuote(model));
+  EXPECT_EQ(r.exit, 1);
+  EXPECT_TRUE(contains(r.err, "  compiles with --placement auto: 0 transfers (0 bytes per run), "
+                              "0 casts; at load, once: 1 weight copied (1024 bytes)\n"))
+      << r.err;
+}
+
 // A plan only its budgets reject comes with the budget flags that let it pass.
 TEST_F(FerryCompileExplain, BudgetRejectionsSuggestTheBudgetThatCompiles) {
   const std::string mixed = shellQuote(write("mixed.fy", kMixedDTypes));

@@ -81,6 +81,7 @@ class AutoPlacer {
     for (auto f = followers_.rbegin(); f != followers_.rend(); ++f)
       p_.label[f->first] = p_.label[f->second];
     record();
+    warnFallbacks();
   }
 
  private:
@@ -372,6 +373,35 @@ class AutoPlacer {
         }
       }
       p_.place(v, l, used ? Kind::CostModel : Kind::Target, with);
+    }
+  }
+
+  // A node on the cpu next to work on an accelerator that has no kernel for it: it ran there but
+  // for that, and its neighbours' data crosses to it and back every run. Said as strict says a
+  // fallback (a "fallback" warning), though here no pin was overruled.
+  void warnFallbacks() {
+    if (p_.cpu == kNone) return;
+    for (ValueId v : free_) {
+      const int32_t row = costRow_[v];
+      if (row < 0 || sourceRow_[row] || p_.label[v] != p_.cpu) continue;
+      const double *c = &cost_[static_cast<size_t>(row) * k_];
+      Label missing = kNone;
+      for (size_t l = 0; l < k_ && missing == kNone; ++l)
+        if (c[l] >= kInf && !p_.devices[l].isHost()) missing = static_cast<Label>(l);
+      if (missing == kNone) continue;
+      const Node &n = *g_.producer(v);
+      bool nearAccelerator = false;
+      for (ValueId o : n.operands)
+        nearAccelerator = nearAccelerator || !p_.devices[p_.label[o]].isHost();
+      for (int32_t u : p_.users(v))
+        nearAccelerator = nearAccelerator || !p_.devices[p_.userLabel(u)].isHost();
+      if (!nearAccelerator) continue;
+      const std::string dtype(dtypeName(p_.computeDType(n)));
+      p_.ctx.diags
+          .warning("fallback", n.loc,
+                   p_.nodeRef(n) + " has no kernel for " + dtype + " on " +
+                       p_.devices[missing].str() + "; it runs on cpu, its data copied there and back")
+          .note("auto placement had no other device for it: " + g_.deviceReason(v).detail.str());
     }
   }
 

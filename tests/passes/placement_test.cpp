@@ -550,14 +550,39 @@ TEST(Story7, NowhereToFallBackTo) {
       << text(r);
 }
 
-TEST(Story7, AutoAvoidsTheDeviceAndWarnsOnlyForAPin) {
+// Auto avoids the device without the kernel and says so as strict does: the node between two
+// cuda:0 nodes runs on the cpu, its data copied there and back every run.
+TEST(Story7, AutoAvoidsTheDeviceAndWarnsAsStrictDoes) {
   {
     CompileResult r = place(replaceAll(kStory7, " PIN", ""), noCudaSoftmax(kAuto));
     ASSERT_TRUE(r.ok()) << text(r);
-    EXPECT_EQ(r.diagnostics.size(), 0u);  // nobody asked for cuda:0: no fallback to speak of
+    ASSERT_EQ(r.diagnostics.size(), 1u) << text(r);
+    const Diagnostic &d = r.diagnostics[0];
+    EXPECT_EQ(d.severity, Severity::Warning);
+    EXPECT_EQ(d.code, "fallback");
+    EXPECT_EQ(d.loc.str(), "t.fy:4:3");
+    EXPECT_EQ(d.message, "'softmax' (%s) has no kernel for f32 on cuda:0; it runs on cpu, its data "
+                         "copied there and back");
+    EXPECT_EQ(d.notes.at(0).message.rfind("auto placement had no other device for it: cost model: "
+                                          "cpu ",
+                                          0),
+              0u)
+        << d.notes.at(0).message;
     EXPECT_EQ(deviceOf(r.graph, "s"), "cpu");
     EXPECT_NE(r.graph.deviceReason(id(r.graph, "s")).detail.view().find("cuda:0 (no kernel)"),
               std::string::npos);
+  }
+  {
+    // Nothing near it on an accelerator: nothing crosses, nothing to warn about.
+    CompileResult r = place(R"(graph g {
+  input %x : f32[64,1024] @cpu
+  %s = softmax(%x)
+  output %s @cpu
+}
+)",
+                            noCudaSoftmax(kAuto));
+    ASSERT_TRUE(r.ok()) << text(r);
+    EXPECT_EQ(r.diagnostics.size(), 0u) << text(r);
   }
   {
     CompileResult r = place(replaceAll(kStory7, " PIN", " @cuda:0"), noCudaSoftmax(kAuto));

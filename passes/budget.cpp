@@ -13,6 +13,7 @@
 //   3. casts      casts left over maxCasts (max_casts, --max-casts; folded ones are free): one
 //                 error, a note per cast
 // All offenders are reported in one run.
+#include "passes/explain.h"
 #include "passes/pass.h"
 
 namespace ferry {
@@ -70,8 +71,13 @@ void checkDirections(const Graph &g, PassContext &ctx) {
     if (!names.empty())
       diag.note("needed on " + to.str() + " by " + names, g.node(users[n.result][0]).loc);
     const Reason &why = g.deviceReason(x);
-    if (why.kind != Reason::Kind::None && !why.detail.empty())
-      diag.note(ref(g, x) + " is on " + from.str() + ": " + why.detail, why.loc);
+    if (why.kind != Reason::Kind::None && !why.detail.empty()) {
+      const std::string text = ref(g, x) + " is on " + from.str() + ": " + why.detail;
+      if (why.loc.known())
+        diag.note(text, why.loc);
+      else
+        diag.detail(text, definitionLoc(g, x));
+    }
     std::string fix;
     if (!names.empty()) fix = "pin " + names + " to " + from.str();
     if (const OutputDecl *out = pinnedOutput(g, n.result)) {

@@ -16,6 +16,7 @@
 // All offenders are reported in one run. Transfers and casts of weights are not counted: they
 // run once, when a Session is created (passes/load_time.h), not per run — like the upload of the
 // weights themselves, which no budget counts either.
+#include "passes/explain.h"
 #include "passes/load_time.h"
 #include "passes/pass.h"
 
@@ -74,8 +75,13 @@ void checkDirections(const Graph &g, PassContext &ctx, const std::vector<uint8_t
     if (!names.empty())
       diag.note("needed on " + to.str() + " by " + names, g.node(users[n.result][0]).loc);
     const Reason &why = g.deviceReason(x);
-    if (why.kind != Reason::Kind::None && !why.detail.empty())
-      diag.note(ref(g, x) + " is on " + from.str() + ": " + why.detail, why.loc);
+    if (why.kind != Reason::Kind::None && !why.detail.empty()) {
+      const std::string text = ref(g, x) + " is on " + from.str() + ": " + why.detail;
+      if (why.loc.known())
+        diag.note(text, why.loc);
+      else
+        diag.detail(text, definitionLoc(g, x));
+    }
     std::string fix;
     if (!names.empty()) fix = "pin " + names + " to " + from.str();
     if (const OutputDecl *out = pinnedOutput(g, n.result)) {

@@ -40,15 +40,27 @@ struct CompileStats {
 /// The graph as far as the pipeline got, every diagnostic (warnings too) and the statistics.
 struct CompileResult {
   Graph graph;
+  /// In the order the passes reported them; when several passes reported errors, sorted by
+  /// location (stable: one node's errors in pass order), so that they read as the source does.
   std::vector<Diagnostic> diagnostics;
   CompileStats stats;
-  std::string lastPass;  ///< the pass the pipeline stopped after (or failed in)
+  /// The last pass that ran, which left the graph as it is: "budget" for a whole compile, else
+  /// the options.stopAfter pass, or where errors stopped the pipeline. Errors stop it before the
+  /// first pass that does not judge the model, so a rejected model's lastPass is "dtype" however
+  /// many of verify, placement and dtype reported (each error's code says which check it is), or
+  /// "verify" when verify found the graph itself broken (an undefined value, no outputs), or
+  /// "budget" when only the budgets rejected it. Empty when the options are invalid.
+  std::string lastPass;
 
   bool ok() const;  ///< no error diagnostics
 };
 
-/// Runs verify -> placement -> dtype -> simplify -> budget on `graph` (stopping early on errors
-/// or after options.stopAfter). Invalid options are reported as diagnostics, like any error.
+/// Runs verify -> placement -> dtype -> simplify -> budget on `graph`, stopping after
+/// options.stopAfter. Every problem of the model is reported in one run: verify, placement and
+/// dtype each run even after an earlier one reported errors of single nodes (a type that does not
+/// check, a device or dtype conflict), without repeating or cascading them, and the pipeline stops
+/// before simplify; a graph verify finds broken as a whole stops it at once. Invalid options are
+/// reported as diagnostics, like any error.
 CompileResult compile(Graph graph, const CompileOptions &options);
 
 /// Recomputes the statistics that describe a graph (transfers, bytes, casts, per run and at load,

@@ -215,9 +215,12 @@ TEST(Story3, StrictRejectsThatLayerOnly) {
             "'x', declared at t.fy:2:9");
   EXPECT_EQ(d.notes[1].message,
             "operand 1 (weight) %w2 f32[512,512] @cpu     param 'w2', pinned at t.fy:4:9");
+  // Each note carries the location it talks about: the operand's definition.
+  EXPECT_EQ(d.notes[0].loc.str(), "t.fy:6:3");
+  EXPECT_EQ(d.notes[1].loc.str(), "t.fy:4:9");
+  // The weight was created on the wrong device: the fix is its pin, not a copy per run.
   ASSERT_EQ(d.fixes.size(), 1u);
-  EXPECT_EQ(d.fixes[0], "move %w2 to cuda:0 with transfer(%w2, to=cuda:0), or compile with "
-                        "placement=auto to insert the transfer");
+  EXPECT_EQ(d.fixes[0], "drop the @cpu pin on %w2, or pin it to cuda:0");
 }
 
 // The estimate of running %h2 on `on` with everything else where it is pinned.

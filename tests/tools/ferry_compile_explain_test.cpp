@@ -15,7 +15,7 @@ using namespace tooltest;
 
 class FerryCompileExplain : public FerryCompileTest {};
 
-// --explain %V on a rejected model explains V as the failing pass placed it.
+// --explain %V on a rejected model explains V as the last pass that judged it (dtype) left it.
 TEST_F(FerryCompileExplain, ExplainsTheValuesOfARejectedModel) {
   const std::string model = write("two.fy", kTwoDevices);
   Result r = run("--devices cpu,cpu:1 --explain %h,%x " + shellQuote(model));
@@ -23,7 +23,7 @@ TEST_F(FerryCompileExplain, ExplainsTheValuesOfARejectedModel) {
   EXPECT_EQ(r.out, "");
   EXPECT_TRUE(contains(r.err, "error: operands of 'linear' (%h) are on different devices"))
       << r.err;
-  EXPECT_TRUE(contains(r.err, "explain: the model is rejected; its values as the pass 'placement' "
+  EXPECT_TRUE(contains(r.err, "explain: the model is rejected; its values as the pass 'dtype' "
                               "left them:\n%h : f32[4,16] @cpu:1\n  device: inherited from %w (" +
                                   model + ":3:9) <- param 'w', pinned at " + model + ":3:9\n"))
       << r.err;

@@ -611,14 +611,15 @@ TEST(Manifest, ToolWritesTheGoldens) {
   }
 }
 
-// A rejected compile's manifest: outcome "rejected", the graph as placement left it (every node
-// with its device and reason), no statistics, the errors in diagnostics.
+// A rejected compile's manifest: outcome "rejected", the graph as the last pass that judged it
+// left it (dtype, which runs after placement's errors: every node with its device and reason), no
+// statistics, the errors in diagnostics, each note with the location it talks about.
 TEST(Manifest, ARejectedCompileHasItsGraphAndNoStatistics) {
   const std::string command = kMoreGoldens[2].second;
   ASSERT_TRUE(rejected(command));
   const Json m = parseJson(manifestFor(parseCommand(command)));
   EXPECT_EQ(m["outcome"].text, "rejected");
-  EXPECT_EQ(m["last_pass"].text, "placement");
+  EXPECT_EQ(m["last_pass"].text, "dtype");
   EXPECT_TRUE(m["statistics"].isNull());
   ASSERT_EQ(m["nodes"].items.size(), 4u);
   for (const Json &n : m["nodes"].items) {
@@ -628,6 +629,8 @@ TEST(Manifest, ARejectedCompileHasItsGraphAndNoStatistics) {
   ASSERT_EQ(m["diagnostics"].items.size(), 1u);
   EXPECT_EQ(m["diagnostics"].items[0]["severity"].text, "error");
   EXPECT_EQ(m["diagnostics"].items[0]["code"].text, "device");
+  for (const Json &note : m["diagnostics"].items[0]["notes"].items)
+    EXPECT_NE(note["line"].text, "0") << note["message"].text;
   EXPECT_TRUE(m["transfers"].items.empty());
 }
 

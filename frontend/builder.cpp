@@ -92,8 +92,9 @@ bool Builder::checkVar(Var v, const Location &where, std::string_view what) {
   if (v.builder_ == this && v.id_ >= 0) return true;
   if (v.builder_ == this) return false;  // poisoned: its error is already reported
   diags_.error("operand", where, std::string(what) + " is not a value of this builder")
-      .note(v.builder_ == nullptr ? "it is a default-constructed Var"
-                                  : "it belongs to another Builder");
+      .detail(v.builder_ == nullptr ? "it is a default-constructed Var"
+                                    : "it belongs to another Builder",
+              where);
   return false;
 }
 
@@ -293,12 +294,13 @@ Var Builder::build(OpKind kind, std::vector<Operand> operands, std::vector<Named
                                  "operand " + std::to_string(i) + " of '" + opName +
                                      "' is not a value of this builder");
     if (v.builder_ != nullptr)
-      d.note("it belongs to another Builder");
+      d.detail("it belongs to another Builder", where);
     else if (i < info.operands.size() && info.operands[i].optional)
-      d.note("it is a default-constructed Var: an optional operand (" + info.operands[i].name +
-             ") can be left out only when every operand after it is too");
+      d.detail("it is a default-constructed Var: an optional operand (" + info.operands[i].name +
+                   ") can be left out only when every operand after it is too",
+               where);
     else
-      d.note("it is a default-constructed Var");
+      d.detail("it is a default-constructed Var", where);
   }
   // An operand whose producer failed already has its error; say nothing more about this call.
   if (poisoned) return Var(this, -1);
@@ -329,9 +331,14 @@ Var Builder::build(OpKind kind, std::vector<Operand> operands, std::vector<Named
     Diagnostic &d = diags_.error(err->code, where, err->message);
     for (size_t i = 0; i < ids.size(); ++i) {
       std::string spec = info.operands.empty() ? "" : " (" + info.operand(i).name + ")";
-      d.note("operand " + std::to_string(i) + spec + " " +
-             (literals[i] ? "literal " + literals[i]->str() : "%" + graph_.value(ids[i]).name) +
-             " : " + types[i].str());
+      if (literals[i])
+        d.detail("operand " + std::to_string(i) + spec + " literal " + literals[i]->str() + " : " +
+                     types[i].str(),
+                 where);
+      else
+        d.detail("operand " + std::to_string(i) + spec + " %" + graph_.value(ids[i]).name + " : " +
+                     types[i].str(),
+                 definedAt(graph_, ids[i]));
     }
     return Var(this, -1);
   }

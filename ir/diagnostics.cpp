@@ -50,6 +50,11 @@ Diagnostic &Diagnostic::note(std::string message, Location loc) {
   return *this;
 }
 
+Diagnostic &Diagnostic::detail(std::string message, Location loc) {
+  notes.push_back({std::move(message), std::move(loc), true});
+  return *this;
+}
+
 Diagnostic &Diagnostic::fix(std::string message) {
   fixes.push_back(std::move(message));
   return *this;
@@ -113,7 +118,7 @@ std::string renderText(const Diagnostic &d, const RenderOptions &options) {
   out << "\n";
   if (options.snippet) renderSnippet(out, d.loc);
   for (const Note &n : d.notes) {
-    if (n.loc.known())
+    if (n.loc.known() && !n.detail)
       out << n.loc.str() << ": note: " << n.message << "\n";
     else
       out << "  " << n.message << "\n";

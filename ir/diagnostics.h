@@ -50,11 +50,14 @@ struct Location {
 enum class Severity { Note, Warning, Error };
 std::string_view severityName(Severity s);
 
-/// A note attached to a diagnostic; with a known location it renders as its own
-/// `file:line:col: note:` line, without one as an indented detail line.
+/// A note attached to a diagnostic, with the location it talks about (JSON carries it). In text,
+/// a note with a known location renders as its own `file:line:col: note:` line, one without as an
+/// indented line; a detail (Diagnostic::detail) is always an indented line: a row of the
+/// diagnostic's operand table or a reason, which names its locations in its text.
 struct Note {
   std::string message;
   Location loc;
+  bool detail = false;
 };
 
 /// One finding of a pass. `code` is stable (tests and tools match on it), e.g. "parse",
@@ -68,6 +71,8 @@ struct Diagnostic {
   std::vector<std::string> fixes;
 
   Diagnostic &note(std::string message, Location loc = {});
+  /// A note that text shows as an indented line under the diagnostic even with a known `loc`.
+  Diagnostic &detail(std::string message, Location loc);
   Diagnostic &fix(std::string message);
 };
 

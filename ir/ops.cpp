@@ -187,7 +187,7 @@ Expected<Attrs> makeAttrs(const OpInfo &op, std::span<const NamedAttr> given, co
       std::string known;
       for (const AttrSpec &s : op.attrs) known += (known.empty() ? "" : ", ") + s.name;
       diags.error("attr", loc, "'" + std::string(op.name) + "' has no attribute '" + a.name + "'")
-          .note(known.empty() ? "it takes no attributes" : "its attributes are: " + known);
+          .detail(known.empty() ? "it takes no attributes" : "its attributes are: " + known, loc);
       continue;
     }
     const AttrSpec &spec = op.attrs[i];
@@ -287,6 +287,33 @@ InferResult inferType(const OpInfo &op, std::span<const TensorType> operands, co
                           << describeTypes(operands);
   }
   return r;
+}
+
+bool wrongOperandKind(const OpInfo &op, size_t i, DType t) {
+  switch (op.operand(i).role) {
+    case OperandRole::Bool: return t != DType::Bool;
+    case OperandRole::Index: return t != DType::I32 && t != DType::I64;
+    case OperandRole::Data: return false;
+  }
+  return false;
+}
+
+std::optional<TensorType> inferTypeWithKindsFixed(const OpInfo &op,
+                                                  std::span<const TensorType> operands,
+                                                  const Attrs &attrs) {
+  const int n = static_cast<int>(operands.size());
+  if (n < op.minOperands || (op.maxOperands >= 0 && n > op.maxOperands)) return std::nullopt;
+  std::vector<TensorType> fixed(operands.begin(), operands.end());
+  bool any = false;
+  for (size_t i = 0; i < fixed.size(); ++i) {
+    if (!wrongOperandKind(op, i, fixed[i].dtype)) continue;
+    fixed[i].dtype = op.operand(i).role == OperandRole::Bool ? DType::Bool : DType::I64;
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  InferResult r = inferType(op, fixed, attrs);
+  if (auto *t = std::get_if<TensorType>(&r)) return std::move(*t);
+  return std::nullopt;
 }
 
 OpCost opCost(const OpInfo &op, std::span<const TensorType> operands, const Attrs &attrs,

@@ -1,6 +1,7 @@
 // ir/ops.h — the op table's types and lookups; the rows themselves are in ir/ops.def.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -168,6 +169,17 @@ OpCost opCost(const OpInfo &op, std::span<const TensorType> operands, const Attr
 /// The complete result type of `op` on `operands` (arity, accepted dtypes, operand roles and
 /// the op's shape rule), or why not.
 InferResult inferType(const OpInfo &op, std::span<const TensorType> operands, const Attrs &attrs);
+
+/// True when operand `i` of `op` has a fixed kind that `t` is not: a `:bool` operand (where's
+/// condition) that is not bool, an `:int` one (gather's indices) that is not i32 or i64.
+bool wrongOperandKind(const OpInfo &op, size_t i, DType t);
+
+/// The type inferType gives once every operand of the wrong kind (wrongOperandKind) has its
+/// kind (bool; i64): what a node whose operands' kinds are its only mistake gives when that is
+/// fixed, since those operands' dtypes never reach the result. nullopt when no operand is of the
+/// wrong kind or inference fails even so.
+std::optional<TensorType>
+inferTypeWithKindsFixed(const OpInfo &op, std::span<const TensorType> operands, const Attrs &attrs);
 
 /// The dtype `rule` gives for data operands whose first has dtype `first` and whose
 /// `torch.result_type` (ResultType, with its zero-dim rule) is `common`. Not for FromAttr,

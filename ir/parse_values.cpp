@@ -386,7 +386,7 @@ std::optional<TensorData> Parser::loadNpy(const Token &pathTok, const TensorType
   Expected<TensorData> data = readNpy(path.string());
   if (!data) {
     for (const Diagnostic &d : data.status().diagnostics())
-      error(d.code, pathTok.col, d.message).note("while loading " + what);
+      error(d.code, pathTok.col, d.message).detail("while loading " + what, loc(pathTok.col));
     return std::nullopt;
   }
   if (data->type() != type) {

@@ -105,7 +105,11 @@ Expected<Graph> Parser::run() {
   }
   finish();
   if (diags_.hasErrors()) return Status(diags_.take());
-  FERRY_TRY(verify(graph_));
+  if (!options_.deferTypeErrors) {
+    FERRY_TRY(verify(graph_));
+  } else if (Verification v = verifyGraph(graph_); v.structural) {
+    return Status(std::move(v.diagnostics));
+  }
   return std::move(graph_);
 }
 
@@ -410,7 +414,8 @@ bool Parser::node() {
       }
       error("attr", a.nameCol,
             "'" + opName + "' has no attribute '" + a.name + "'" + didYouMean(a.name, names))
-          .note(known.empty() ? "it takes no attributes" : "its attributes are: " + known);
+          .detail(known.empty() ? "it takes no attributes" : "its attributes are: " + known,
+                  loc(opTok->col));
       ok = false;
       continue;
     }
@@ -452,15 +457,27 @@ bool Parser::node() {
     return false;
   }
   InferResult inferred = inferType(*op, types, *attrs);
+  std::optional<TensorType> type;
   if (const auto *e = std::get_if<InferError>(&inferred)) {
-    error(e->code, opTok->col, e->message);
-    return false;
+    // Deferred: typed as written, else as the node gives once its operands' kinds are fixed.
+    if (options_.deferTypeErrors && e->code != "arity")
+      type = declared ? declared : inferTypeWithKindsFixed(*op, types, *attrs);
+    if (!type) {
+      error(e->code, opTok->col, e->message);
+      return false;
+    }
+  } else {
+    type = std::get<TensorType>(std::move(inferred));
+    // A written type is a check; the node keeps the inferred one so later lines do not cascade
+    // (deferred: the written one, which verify() then finds wrong).
+    if (declared && *declared != *type) {
+      if (options_.deferTypeErrors)
+        type = declared;
+      else
+        error("type", typeCol,
+              "declared " + declared->str() + " but '" + opName + "' gives " + type->str());
+    }
   }
-  const TensorType &type = std::get<TensorType>(inferred);
-  // A written type is a check; the node keeps the inferred one so later lines do not cascade.
-  if (declared && *declared != type)
-    error("type", typeCol,
-          "declared " + declared->str() + " but '" + opName + "' gives " + type.str());
   // An inserted node has no line of its own in the user's source: it keeps the origin its
   // comment gives, or none (not its line in this dump), so that dumps read back unchanged.
   Location origin =
@@ -471,7 +488,7 @@ bool Parser::node() {
       ids[i] = addLiteral(graph_, literals[i]->kind, std::move(*value),
                           literalValueName(result.text, *op, i), origin);
   NodeSpec spec{op->kind, std::move(ids), std::move(*attrs), p.device, p.dtype, std::move(origin)};
-  NodeId id = graph_.addNode(std::move(spec), std::string(result.text), type);
+  NodeId id = graph_.addNode(std::move(spec), std::string(result.text), std::move(*type));
   graph_.node(id).inserted = insertedComment_.has_value();
   defLoc_[std::string(result.text)] = loc(result.col);
   return true;
@@ -531,7 +548,7 @@ Expected<Graph> parseGraph(std::string_view text, std::string_view fileName,
   return fy::Parser(text, fileName, options).run();
 }
 
-Expected<Graph> parseFile(const std::string &path) {
+Expected<Graph> parseFile(const std::string &path, const ParseOptions &given) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     return makeError("io", path + ": is a directory, not a .fy file");
@@ -539,7 +556,7 @@ Expected<Graph> parseFile(const std::string &path) {
   if (!in) return makeError("io", path + ": cannot open file for reading: " + std::strerror(errno));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) return makeError("io", path + ": read error");
-  ParseOptions options;
+  ParseOptions options = given;
   options.baseDir = std::filesystem::path(path).parent_path().string();
   return parseGraph(text, path, options);
 }

@@ -15,6 +15,14 @@ struct ParseOptions {
   /// A param or tensor literal larger than this is an error (code "limit"), so that a typo in a
   /// shape cannot make the parser allocate without bound.
   int64_t maxParamBytes = int64_t{1} << 32;
+  /// For compile(), which reports every mistake of a model in one run (its verify pass reports
+  /// these, the device and dtype errors of the rest of the model beside them): a node whose type
+  /// does not check is still built when it can be typed — as written, or as it gives once its
+  /// `:bool`/`:int` operands are of their kind (a gather with f32 indices) — and a written type
+  /// that disagrees with the op's is kept as the node's. The graph is then returned unverified,
+  /// with no diagnostic for them. A node with no type (none written, none inferred) and an op
+  /// given too few or too many operands are still errors here, as is everything else.
+  bool deferTypeErrors = false;
 };
 
 /// Parses one `graph NAME { ... }`. Every node's type is inferred; a type written in the text
@@ -25,7 +33,8 @@ struct ParseOptions {
 Expected<Graph> parseGraph(std::string_view text, std::string_view fileName,
                            const ParseOptions &options = {});
 
-/// Reads and parses `path`; `npy(...)` paths are relative to its folder.
-Expected<Graph> parseFile(const std::string &path);
+/// Reads and parses `path`; `npy(...)` paths are relative to its folder (options.baseDir is
+/// ignored).
+Expected<Graph> parseFile(const std::string &path, const ParseOptions &options = {});
 
 }  // namespace ferry

@@ -1,9 +1,12 @@
 // ir/verifier.cpp — checks every structural and type invariant of a graph, reporting all
-// violations. Safe on any graph: it never follows an id before checking it.
+// violations, each once: a node reading a value whose type is wrong is not checked. Safe on any
+// graph: it never follows an id before checking it.
 #include "ir/verifier.h"
 
 #include <algorithm>
 #include <functional>
+#include <optional>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 
@@ -61,12 +64,39 @@ void checkNamesUnique(const Graph &g, DiagnosticEngine &diags) {
                         " is not found under its name: it was renamed past Graph::rename");
 }
 
+// A node's type against what its op gives (operands and attributes checked already): reports a
+// mismatch, recording it in `found` unless it is structural; true when the result's type holds.
+bool checkType(const Graph &g, const Node &n, std::span<const TensorType> types,
+               DiagnosticEngine &diags, Verification &found) {
+  const size_t at = diags.diagnostics().size();
+  const TensorType &type = g.value(n.result).type;
+  InferResult r = inferType(n.info(), types, n.attrs);
+  if (const auto *t = std::get_if<TensorType>(&r)) {
+    if (*t == type) return true;
+    diags.error("type", n.loc,
+                ref(g, n.result) + " is typed " + type.str() + " but '" +
+                    std::string(n.info().name) + "' gives " + t->str());
+    found.typeErrors.push_back({n.id, at, false});
+    return false;
+  }
+  const InferError &err = std::get<InferError>(r);
+  diags.error(err.code, n.loc, err.message);
+  if (err.code == "arity") return false;  // operands off the op's spec: no pass can read the node
+  const std::optional<TensorType> fixed = inferTypeWithKindsFixed(n.info(), types, n.attrs);
+  const bool holds = fixed && *fixed == type;
+  found.typeErrors.push_back({n.id, at, holds});
+  return holds;
+}
+
 }  // namespace
 
-Status verify(const Graph &g) {
+Verification verifyGraph(const Graph &g) {
+  Verification found;
   DiagnosticEngine diags;
   const auto valueCount = static_cast<ValueId>(g.valueCount());
   std::vector<bool> defined(g.valueCount(), false);
+  // Results whose type cannot be trusted: their readers are not checked (no cascades).
+  std::vector<bool> untyped(g.valueCount(), false);
 
   for (ValueId v = 0; v < valueCount; ++v) {
     const Value &val = g.value(v);
@@ -107,7 +137,7 @@ Status verify(const Graph &g) {
     }
     const Node &n = g.node(id);
     auto opName = [&n] { return std::string(n.info().name); };
-    bool operandsOk = true;
+    bool operandsOk = true, trusted = true;
     types.resize(n.operands.size());
     for (size_t i = 0; i < n.operands.size(); ++i) {
       ValueId o = n.operands[i];
@@ -123,6 +153,7 @@ Status verify(const Graph &g) {
                         " is used before it is defined");
         operandsOk = false;
       }
+      trusted = trusted && !untyped[o];
       types[i] = g.value(o).type;
       // A literal prints inline at its reader: one reader, an operand that takes a literal.
       if (defined[o] && isLiteral(g, o)) {
@@ -150,16 +181,13 @@ Status verify(const Graph &g) {
                   "literal " + ref(g, n.result) + " is '" + opName() + "' of " +
                       g.value(n.result).type.str() +
                       ": a literal is a zero-dim constant whose dtype holds its kind");
-    // The shape rule may only run on operands and attributes it can trust.
-    if (!checkAttrs(n, diags) || !operandsOk) continue;
-    InferResult r = inferType(n.info(), types, n.attrs);
-    if (const auto *err = std::get_if<InferError>(&r)) {
-      diags.error(err->code, n.loc, err->message);
-    } else if (std::get<TensorType>(r) != g.value(n.result).type) {
-      diags.error("verify", n.loc,
-                  ref(g, n.result) + " is typed " + g.value(n.result).type.str() + " but '" +
-                      opName() + "' gives " + std::get<TensorType>(r).str());
+    // The shape rule may only run on operands and attributes it can trust; a node reading a value
+    // whose type is wrong would only repeat that mistake.
+    if (!checkAttrs(n, diags) || !operandsOk || !trusted) {
+      untyped[n.result] = true;
+      continue;
     }
+    untyped[n.result] = !checkType(g, n, types, diags, found);
   }
 
   if (g.outputs().empty()) diags.error("verify", {}, "graph '" + g.name() + "' has no outputs");
@@ -169,8 +197,15 @@ Status verify(const Graph &g) {
     else if (isLiteral(g, out.value))
       diags.error("verify", out.loc, "literal " + ref(g, out.value) + " is an output");
   }
-  if (diags.hasErrors()) return Status(diags.take());
-  return {};
+  found.structural = static_cast<size_t>(diags.errorCount()) > found.typeErrors.size();
+  found.diagnostics = diags.take();
+  return found;
+}
+
+Status verify(const Graph &g) {
+  Verification v = verifyGraph(g);
+  if (v.diagnostics.empty()) return {};
+  return Status(std::move(v.diagnostics));
 }
 
 }  // namespace ferry

@@ -10,9 +10,14 @@
 //   2. bytes      the bytes of all transfers over maxTransferBytes (max_transfer_bytes, the tools'
 //                 --max-transfer-bytes; messages name both, as people set either): one
 //                 error, a note per transfer
-//   3. casts      casts left over maxCasts (max_casts, --max-casts; folded ones are free): one
+//   3. casts      casts left over maxCasts (max_casts, --max-casts; folded ones and casts of
+//                 weights, done at load, are free): one
 //                 error, a note per cast
-// All offenders are reported in one run.
+// All offenders are reported in one run. Transfers and casts of weights are not counted: they
+// run once, when a Session is created (passes/load_time.h), not per run — like the upload of the
+// weights themselves, which no budget counts either.
+#include "passes/explain.h"
+#include "passes/load_time.h"
 #include "passes/pass.h"
 
 namespace ferry {
@@ -46,11 +51,11 @@ const OutputDecl *pinnedOutput(const Graph &g, ValueId v) {
   return nullptr;
 }
 
-void checkDirections(const Graph &g, PassContext &ctx) {
+void checkDirections(const Graph &g, PassContext &ctx, const std::vector<uint8_t> &weights) {
   std::vector<std::vector<NodeId>> users;  // only built when something is reported
   for (NodeId id : g.order()) {
     const Node &n = g.node(id);
-    if (n.op != OpKind::Transfer) continue;
+    if (n.op != OpKind::Transfer || runsAtLoad(n, weights)) continue;
     const ValueId x = n.operands[0];
     FERRY_CHECK(g.value(x).device && g.value(n.result).device)
         << "budget on an unplaced transfer %" << g.value(n.result).name;
@@ -70,8 +75,13 @@ void checkDirections(const Graph &g, PassContext &ctx) {
     if (!names.empty())
       diag.note("needed on " + to.str() + " by " + names, g.node(users[n.result][0]).loc);
     const Reason &why = g.deviceReason(x);
-    if (why.kind != Reason::Kind::None && !why.detail.empty())
-      diag.note(ref(g, x) + " is on " + from.str() + ": " + why.detail, why.loc);
+    if (why.kind != Reason::Kind::None && !why.detail.empty()) {
+      const std::string text = ref(g, x) + " is on " + from.str() + ": " + why.detail;
+      if (why.loc.known())
+        diag.note(text, why.loc);
+      else
+        diag.detail(text, definitionLoc(g, x));
+    }
     std::string fix;
     if (!names.empty()) fix = "pin " + names + " to " + from.str();
     if (const OutputDecl *out = pinnedOutput(g, n.result)) {
@@ -85,12 +95,13 @@ void checkDirections(const Graph &g, PassContext &ctx) {
   }
 }
 
-void checkTotals(const Graph &g, PassContext &ctx) {
+void checkTotals(const Graph &g, PassContext &ctx, const std::vector<uint8_t> &weights) {
   const Budgets &b = ctx.options.budgets;
   int64_t bytes = 0;
   int64_t casts = 0;
   for (NodeId id : g.order()) {
     const Node &n = g.node(id);
+    if (runsAtLoad(n, weights)) continue;
     if (n.op == OpKind::Transfer) bytes += bytesOf(g, n.result);
     if (n.op == OpKind::Cast) ++casts;
   }
@@ -101,7 +112,7 @@ void checkTotals(const Graph &g, PassContext &ctx) {
             std::to_string(*b.maxTransferBytes) + " (max_transfer_bytes, --max-transfer-bytes)");
     for (NodeId id : g.order()) {
       const Node &n = g.node(id);
-      if (n.op != OpKind::Transfer) continue;
+      if (n.op != OpKind::Transfer || runsAtLoad(n, weights)) continue;
       const ValueId x = n.operands[0];
       d.note("transfer of " + ref(g, x) + " from " + g.value(x).device->str() + " to " +
                  g.value(n.result).device->str() + ": " + std::to_string(bytesOf(g, n.result)) +
@@ -119,7 +130,7 @@ void checkTotals(const Graph &g, PassContext &ctx) {
     Diagnostic &d = ctx.diags.error("budget", {}, message);
     for (NodeId id : g.order()) {
       const Node &n = g.node(id);
-      if (n.op != OpKind::Cast) continue;
+      if (n.op != OpKind::Cast || runsAtLoad(n, weights)) continue;
       const ValueId x = n.operands[0];
       d.note("cast of " + ref(g, x) + " from " + std::string(dtypeName(g.value(x).type.dtype)) +
                  " to " + std::string(dtypeName(g.value(n.result).type.dtype)) + " on " +
@@ -137,8 +148,9 @@ void checkTotals(const Graph &g, PassContext &ctx) {
 }  // namespace
 
 void checkBudgets(Graph &graph, PassContext &ctx) {
-  checkDirections(graph, ctx);
-  checkTotals(graph, ctx);
+  const std::vector<uint8_t> weights = weightValues(graph);
+  checkDirections(graph, ctx, weights);
+  checkTotals(graph, ctx, weights);
 }
 
 }  // namespace ferry

@@ -14,9 +14,13 @@ namespace ferry {
 
 /// What a compile did, for `ferry-compile --stats`, budgets and tests.
 struct CompileStats {
-  int transfers = 0;          ///< transfer nodes in the final graph (per run)
+  int transfers = 0;          ///< transfer nodes in the final graph that run in every run
   int64_t transferBytes = 0;  ///< bytes they move per run
-  /// Bytes and transfers per direction, indexed by TransferDirection (passes/options.h).
+  /// Transfers of weights (passes/load_time.h): copies made once, when a Session is created,
+  /// never per run; not in `transfers`, the directions, the budgets or the estimate.
+  int loadTransfers = 0;
+  int64_t loadTransferBytes = 0;
+  /// Per-run bytes and transfers per direction, indexed by TransferDirection (passes/options.h).
   std::array<int64_t, kTransferDirectionCount> directionBytes{};
   std::array<int, kTransferDirectionCount> directionTransfers{};
   int64_t bytesOf(TransferDirection d) const { return directionBytes[static_cast<size_t>(d)]; }
@@ -26,28 +30,41 @@ struct CompileStats {
   int castsRemoved = 0;      ///< cast round trips and duplicates simplify removed
   int transfersRemoved = 0;  ///< transfer round trips and duplicates simplify removed
   int casts = 0;             ///< cast nodes in the final graph
+  int loadCasts = 0;         ///< of them, casts of weights: done once at load, never per run
   int nodesRemoved = 0;      ///< dead nodes removed
   std::map<Device, int> nodesPerDevice;
-  double estimatedSeconds = 0;                              ///< cost model's estimate of one run
+  double estimatedSeconds = 0;  ///< cost model's estimate of one run (load-time nodes are free)
   std::vector<std::pair<std::string, double>> passSeconds;  ///< wall time per pass
 };
 
 /// The graph as far as the pipeline got, every diagnostic (warnings too) and the statistics.
 struct CompileResult {
   Graph graph;
+  /// In the order the passes reported them; when several passes reported errors, sorted by
+  /// location (stable: one node's errors in pass order), so that they read as the source does.
   std::vector<Diagnostic> diagnostics;
   CompileStats stats;
-  std::string lastPass;  ///< the pass the pipeline stopped after (or failed in)
+  /// The last pass that ran, which left the graph as it is: "budget" for a whole compile, else
+  /// the options.stopAfter pass, or where errors stopped the pipeline. Errors stop it before the
+  /// first pass that does not judge the model, so a rejected model's lastPass is "dtype" however
+  /// many of verify, placement and dtype reported (each error's code says which check it is), or
+  /// "verify" when verify found the graph itself broken (an undefined value, no outputs), or
+  /// "budget" when only the budgets rejected it. Empty when the options are invalid.
+  std::string lastPass;
 
   bool ok() const;  ///< no error diagnostics
 };
 
-/// Runs verify -> placement -> dtype -> simplify -> budget on `graph` (stopping early on errors
-/// or after options.stopAfter). Invalid options are reported as diagnostics, like any error.
+/// Runs verify -> placement -> dtype -> simplify -> budget on `graph`, stopping after
+/// options.stopAfter. Every problem of the model is reported in one run: verify, placement and
+/// dtype each run even after an earlier one reported errors of single nodes (a type that does not
+/// check, a device or dtype conflict), without repeating or cascading them, and the pipeline stops
+/// before simplify; a graph verify finds broken as a whole stops it at once. Invalid options are
+/// reported as diagnostics, like any error.
 CompileResult compile(Graph graph, const CompileOptions &options);
 
-/// Recomputes the statistics that describe a graph (transfers, bytes, casts, nodes per device,
-/// estimated time) — what compile() reports at the end.
+/// Recomputes the statistics that describe a graph (transfers, bytes, casts, per run and at load,
+/// nodes per device, estimated time) — what compile() reports at the end.
 void describeGraph(const Graph &graph, const CompileOptions &options, CompileStats &stats);
 
 }  // namespace ferry

@@ -15,7 +15,10 @@
 //      data operand and read it as it is.
 // strict: SameDTypeOperands ops (matmul, linear, conv2d, batch_norm, layer_norm) whose data
 // operands differ in dtype are errors (eager PyTorch raises), all reported in one run and without
-// cascades: a node fed by a rejected one is not judged by that operand. Elementwise ops promote
+// cascades: a node fed by a rejected one is not judged by that operand. A value whose type verify
+// rejected (PassContext::rejected, Untyped) is rejected here from the start, and a node verify
+// reported is not reported again if it is re-inferred. Each error lists every operand with why it
+// has its dtype (explainDType) and the cast that fixes it. Elementwise ops promote
 // with casts, as PyTorch does internally. promote: rule c for every op, GEMMs and norms included.
 // Scalar literals (`add(%x, 1.0)`, ir/literal.h) promote as PyTorch's Python scalars do and are
 // never cast: a literal whose reader computes in another dtype is retyped in place.
@@ -56,6 +59,7 @@
 #include "ir/id_map.h"
 #include "ir/literal.h"
 #include "ir/printer.h"
+#include "passes/explain.h"
 #include "passes/pass.h"
 
 namespace ferry {
@@ -84,6 +88,9 @@ class DTypePass {
   DTypePass(Graph &g, PassContext &ctx)
       : g_(g), ctx_(ctx), policy_(ctx.options.dtype), firstNew_(g.valueCount()),
         flags_(g.valueCount(), 0), position_(g.nodeCount(), -1) {
+    // A value whose type an earlier pass rejected takes no part in any check (no cascade).
+    for (size_t v = 0; v < ctx.rejected.size() && v < flags_.size(); ++v)
+      if (ctx.rejected[v] == Rejected::Untyped) flags_[v] = kPoisoned;
     std::span<const NodeId> order = g.order();
     for (size_t i = 0; i < order.size(); ++i) position_[order[i]] = static_cast<int32_t>(i);
     for (const OutputDecl &o : g.outputs()) outputDTypes_.push_back(g.value(o.value).type.dtype);
@@ -220,7 +227,11 @@ class DTypePass {
       common.add(t.dtype, t.rank() == 0);
     }
     if (!accepted) {
-      reportInferError(id, c, detail);
+      // A node verify reported already (its operands' kinds) is not reported again.
+      if (ctx_.rejectedOf(n.result) == Rejected::No)
+        reportInferError(id, c, detail);
+      else
+        flags_[n.result] |= kPoisoned;
       return false;
     }
     if (!first) return true;  // no data operands: nothing the rule reads changed
@@ -241,12 +252,17 @@ class DTypePass {
     const auto *err = std::get_if<InferError>(&r);
     FERRY_CHECK(err) << "'" << n.info().name << "' takes operands its Accepts rejects";
     Diagnostic &d = ctx_.diags.error(err->code, n.loc, err->message);
-    if (detail) d.note("its operands were cast to " + name(c.dtype) + ": " + *detail);
-    for (ValueId o : n.operands) {
+    if (detail) d.detail("its operands were cast to " + name(c.dtype) + ": " + *detail, n.loc);
+    for (size_t i = 0; i < n.operands.size(); ++i) {
+      const ValueId o = n.operands[i];
       const Reason &why = g_.dtypeReason(o);
       if (static_cast<size_t>(o) < firstNew_ && (flags_[o] & kRetyped) && !why.detail.empty())
-        d.note(valueRef(g_, o) + " is " + name(g_.value(o).type.dtype) + ": " + why.detail);
+        d.detail(valueRef(g_, o) + " is " + name(g_.value(o).type.dtype) + ": " + why.detail,
+                 why.loc.known() ? why.loc : definitionLoc(g_, o));
     }
+    for (size_t i = 0; i < n.operands.size(); ++i)
+      if (DType t = g_.value(n.operands[i]).type.dtype; wrongOperandKind(n.info(), i, t))
+        d.fix(operandKindFix(g_, n, i));
     flags_[n.result] |= kPoisoned;
   }
 
@@ -351,19 +367,6 @@ class DTypePass {
     return v;
   }
 
-  // Where `v`'s dtype came from, for notes.
-  std::string origin(ValueId v) const {
-    const Value &val = g_.value(v);
-    if (val.kind == ValueKind::Input) return "input declared at " + g_.inputOf(v).loc.str();
-    if (val.kind == ValueKind::Param) return "param declared at " + g_.paramOf(v).loc.str();
-    const Node &p = g_.node(val.def);
-    if (p.inserted && p.op == OpKind::Transfer)
-      return "copy of " + valueRef(g_, p.operands[0]) + ", " + origin(p.operands[0]);
-    std::string s = "result of '" + std::string(p.info().name) + "' at " + p.loc.str();
-    if (const Reason &why = g_.dtypeReason(v); !why.detail.empty()) s += " (" + why.detail + ")";
-    return s;
-  }
-
   void reportMismatch(NodeId id) {
     const Node &n = g_.node(id);
     const OpInfo &op = n.info();
@@ -384,12 +387,18 @@ class DTypePass {
                                          ") " + label(op.operand(*a)) + " type " + dtypeOf(*a) +
                                          " and " + label(op.operand(*b)) + " type " + dtypeOf(*b) +
                                          " should be the same");
+    // One line per operand, in the columns of device errors: operand, value, type, device, and
+    // why it has its dtype.
+    std::vector<std::vector<std::string>> rows;
     for (size_t i = 0; i < n.operands.size(); ++i) {
       const Value &v = g_.value(n.operands[i]);
-      d.note("operand " + std::to_string(i) + " (" + label(op.operand(i)) + ") " +
-             valueRef(g_, v.id) + " " + v.type.str() + " @" + (v.device ? v.device->str() : "?") +
-             ": " + origin(v.id));
+      rows.push_back({"operand " + std::to_string(i) + " (" + label(op.operand(i)) + ")",
+                      valueRef(g_, v.id), v.type.str(), "@" + (v.device ? v.device->str() : "?"),
+                      explainDType(g_, v.id)});
     }
+    std::vector<std::string> lines = alignColumns(rows);
+    for (size_t i = 0; i < lines.size(); ++i)
+      d.detail(std::move(lines[i]), definitionLoc(g_, n.operands[i]));
     DType target = common.get();
     for (size_t i = 0; i < n.operands.size(); ++i) {
       ValueId o = n.operands[i];

@@ -1,6 +1,7 @@
 // passes/explain.cpp — renders the reason chain that placement recorded on each value.
 #include "passes/explain.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace ferry {
@@ -68,19 +69,144 @@ std::string step(const Graph &g, ValueId v, ValueId &next, bool text) {
 
 }  // namespace
 
-std::string definitionSite(const Graph &g, ValueId v) {
+Location definitionLoc(const Graph &g, ValueId v) {
   const Value &val = g.value(v);
-  const Location *loc = nullptr;
   switch (val.kind) {
     case ValueKind::Input:
-      if (val.def >= 0 && static_cast<size_t>(val.def) < g.inputs().size()) loc = &g.inputOf(v).loc;
+      if (val.def >= 0 && static_cast<size_t>(val.def) < g.inputs().size()) return g.inputOf(v).loc;
       break;
     case ValueKind::Param:
-      if (val.def >= 0 && static_cast<size_t>(val.def) < g.params().size()) loc = &g.paramOf(v).loc;
+      if (val.def >= 0 && static_cast<size_t>(val.def) < g.params().size()) return g.paramOf(v).loc;
       break;
-    case ValueKind::Result: loc = &g.node(val.def).loc; break;
+    case ValueKind::Result: return g.node(val.def).loc;
   }
-  return loc && loc->known() ? loc->str() : "<unknown>";
+  return {};
+}
+
+std::string definitionSite(const Graph &g, ValueId v) {
+  const Location loc = definitionLoc(g, v);
+  return loc.known() ? loc.str() : "<unknown>";
+}
+
+namespace {
+
+// One step of a dtype chain (its text only when `text`); `next` is the value it continues with,
+// or -1.
+std::string dtypeStep(const Graph &g, ValueId v, ValueId &next, bool text) {
+  next = -1;
+  const Value &val = g.value(v);
+  const std::string dtype(text ? dtypeName(val.type.dtype) : "");
+  if (val.kind == ValueKind::Input)
+    return text ? "input '" + val.name + "', declared " + dtype + at(definitionLoc(g, v)) : "";
+  if (val.kind == ValueKind::Param) {
+    if (!text) return {};
+    const ParamDecl &p = g.paramOf(v);
+    if (p.foldedFrom)
+      return "param '" + val.name + "', declared " + std::string(dtypeName(*p.foldedFrom)) +
+             at(p.loc) + ", cast to " + dtype + " at compile time";
+    return "param '" + val.name + "', declared " + dtype + at(p.loc);
+  }
+  const Node &n = g.node(val.def);
+  const Reason &r = g.dtypeReason(v);
+  if (r.kind == Reason::Kind::Inherited && r.from >= 0 &&
+      static_cast<size_t>(r.from) < g.valueCount()) {
+    next = r.from;
+    return text ? "inherited from " + ref(g, r.from) : "";
+  }
+  const std::string op = text ? "'" + std::string(n.info().name) + "'" : "";
+  if (n.op == OpKind::Cast)
+    return text ? "cast to " + dtype + (n.inserted ? " inserted" : "") + at(n.loc) +
+                      (n.inserted && !r.detail.empty() ? " (" + r.detail.str() + ")" : "")
+                : "";
+  if (!r.detail.empty() && r.kind != Reason::Kind::None) {
+    if (!text) return {};
+    return r.detail.view().starts_with("pinned") ? r.detail.str()
+                                                 : op + at(n.loc) + ": " + r.detail.str();
+  }
+  if (n.op == OpKind::Transfer) {
+    next = n.operands[0];
+    return text ? "copy of " + ref(g, n.operands[0]) : "";
+  }
+  if (n.pinDType) return text ? "pinned @" + std::string(dtypeName(*n.pinDType)) + at(n.loc) : "";
+  // The op's rule over its data operands: the dtype they all have (or, for Keep, the first's) is
+  // inherited from the first of them; operands of several dtypes were promoted.
+  const OpInfo &info = n.info();
+  ValueId same = -1;
+  bool all = true;
+  std::string promoted;
+  for (size_t i = 0; i < n.operands.size(); ++i) {
+    if (info.operand(i).role != OperandRole::Data) continue;
+    const TensorType &t = g.value(n.operands[i]).type;
+    if (t.dtype == val.type.dtype && same < 0) same = n.operands[i];
+    all = all && t.dtype == val.type.dtype;
+    if (text)
+      promoted += (promoted.empty() ? "" : " + ") + std::string(dtypeName(t.dtype)) +
+                  (t.rank() == 0 ? "[]" : "");
+  }
+  const DTypeRule rule = info.dtypeRule;
+  if (rule != DTypeRule::FromAttr && rule != DTypeRule::Compare && same >= 0 &&
+      (all || (rule == DTypeRule::Keep && same == n.operands[0]))) {
+    next = same;
+    return text ? "inherited from " + ref(g, same) : "";
+  }
+  if (!text) return {};
+  if ((rule == DTypeRule::Promote || rule == DTypeRule::PromoteFloat) && !promoted.empty())
+    return op + at(n.loc) + ": promote: " + promoted + " -> " + dtype;
+  return op + " gives " + dtype + at(n.loc);
+}
+
+}  // namespace
+
+std::string explainDType(const Graph &g, ValueId v) {
+  // The chain's values first (cheap), then text for the steps that are shown, as explainDevice.
+  std::vector<ValueId> chain;
+  for (size_t hops = 0; v >= 0 && hops < kMaxSteps; ++hops) {
+    chain.push_back(v);
+    dtypeStep(g, v, v, /*text=*/false);
+  }
+  const bool cut = v >= 0;
+  std::string s;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    if (chain.size() > kHead + kTail + 1 && i == kHead) {
+      s += " <- ... (" + std::to_string(chain.size() - kHead - kTail) + (cut ? "+" : "") + " more)";
+      i = chain.size() - kTail - 1;
+      continue;
+    }
+    ValueId next;
+    s += (i ? " <- " : "") + dtypeStep(g, chain[i], next, /*text=*/true);
+  }
+  return s;
+}
+
+std::string operandKindFix(const Graph &g, const Node &n, size_t i) {
+  ValueId v = n.operands[i];
+  for (const Node *p = g.producer(v); p && p->inserted && p->op == OpKind::Transfer;
+       p = g.producer(v))
+    v = p->operands[0];
+  const std::string name = "%" + g.value(v).name;
+  const std::string to = n.info().operand(i).role == OperandRole::Bool ? "bool" : "i64";
+  return "cast " + name + " to " + to + ": cast(" + name + ", to=" + to + ")";
+}
+
+std::vector<std::string> alignColumns(const std::vector<std::vector<std::string>> &rows) {
+  std::vector<size_t> width;
+  for (const std::vector<std::string> &row : rows)
+    for (size_t c = 0; c + 1 < row.size(); ++c) {
+      if (c >= width.size()) width.push_back(0);
+      width[c] = std::max(width[c], row[c].size());
+    }
+  std::vector<std::string> out;
+  for (const std::vector<std::string> &row : rows) {
+    std::string line;
+    for (size_t c = 0; c + 1 < row.size(); ++c) {
+      line += row[c];
+      line.append(width[c] - row[c].size(), ' ');
+      line += c + 2 == row.size() ? "  " : " ";
+    }
+    if (!row.empty()) line += row.back();
+    out.push_back(std::move(line));
+  }
+  return out;
 }
 
 std::string explainDevice(const Graph &g, ValueId v) {

@@ -1,10 +1,13 @@
 // passes/lower.cpp — lowering: slots and steps from the compiled graph, kernel plans from the
 // targets, workspaces from the lifetimes.
-//   1. slots     inputs, then each node's operands and result; params and constants are weights
+//   1. slots     inputs, then each node's operands and result; params and constants are weights;
+//                a transfer or cast of a weight (passes/load_time.h) is a load step, its result a
+//                loaded slot held with the weights: Session::create runs it once
 //   2. plans     each step but a transfer asks its device kind's target for its kernel plan
 //   3. memory    per device, the lifetimes of inputs, activations and step scratch are packed
-//                into one workspace (runtime/memory_plan.h)
-//   4. counts    the plan's transfers and their bytes, then Executable::validate()
+//                into one workspace (runtime/memory_plan.h); weights and loaded slots are not in it
+//   4. counts    the plan's transfers and their bytes, per run and at load, then
+//                Executable::validate()
 #include "passes/lower.h"
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 #include <memory>
 
 #include "backends/registry.h"
+#include "passes/load_time.h"
 #include "runtime/memory_plan.h"
 
 namespace ferry {
@@ -26,7 +30,7 @@ Status lowerError(const std::string &message, Location loc = {}) {
 class Lowering {
  public:
   Lowering(const Graph &g, Executable &exe, const std::vector<BackendEntry> &backends)
-      : g_(g), exe_(exe), slotOf_(g.valueCount(), -1) {
+      : g_(g), exe_(exe), slotOf_(g.valueCount(), -1), weights_(weightValues(g)) {
     for (const BackendEntry &e : backends)
       if (e.target) targets_.emplace_back(e.kind, e.target());
   }
@@ -59,7 +63,9 @@ class Lowering {
         if (!s) return s.status();
         step.operands.push_back(*s);
       }
-      Expected<int32_t> r = addSlot(n.result, SlotKind::Activation);
+      // A transfer or cast of a weight gives the same bytes in every run: done once, at load.
+      const bool load = runsAtLoad(n, weights_);
+      Expected<int32_t> r = addSlot(n.result, load ? SlotKind::Loaded : SlotKind::Activation);
       if (!r) return r.status();
       step.result = *r;
       if (n.op != OpKind::Transfer) {
@@ -67,7 +73,7 @@ class Lowering {
         if (!plan) return plan.status();
         step.plan = std::move(*plan);
       }
-      exe_.steps.push_back(std::move(step));
+      (load ? exe_.loadSteps : exe_.steps).push_back(std::move(step));
     }
     for (const OutputDecl &out : g_.outputs()) {
       Expected<int32_t> s = slot(out.value);
@@ -127,6 +133,7 @@ class Lowering {
   std::vector<int32_t> slotOf_;
   std::vector<std::pair<DeviceKind, std::unique_ptr<Target>>> targets_;
   std::vector<TensorType> types_;
+  std::vector<uint8_t> weights_;  // per value: a weight (load_time.h)
 };
 
 // Workspace offsets per device: inputs live from before the first step, outputs to after the
@@ -145,7 +152,7 @@ void planWorkspaces(Executable &exe) {
   // Per device: its slots, then its steps with scratch (as ~step index).
   std::map<Device, std::vector<int64_t>> byDevice;
   for (size_t s = 0; s < exe.slots.size(); ++s)
-    if (exe.slots[s].kind != SlotKind::Weight)
+    if (exe.slots[s].kind == SlotKind::Input || exe.slots[s].kind == SlotKind::Activation)
       byDevice[exe.slots[s].device].push_back(static_cast<int64_t>(s));
   for (int64_t i = 0; i < steps; ++i) {
     const Step &st = exe.steps[static_cast<size_t>(i)];
@@ -192,6 +199,12 @@ Expected<Executable> lower(const Graph &compiled, const CompileOptions &options,
     if (st.op == OpKind::Transfer) {
       ++exe.planTransfers;
       exe.planTransferBytes +=
+          static_cast<int64_t>(exe.slots[static_cast<size_t>(st.result)].type.byteSize());
+    }
+  for (const Step &st : exe.loadSteps)
+    if (st.op == OpKind::Transfer) {
+      ++exe.planLoadTransfers;
+      exe.planLoadTransferBytes +=
           static_cast<int64_t>(exe.slots[static_cast<size_t>(st.result)].type.byteSize());
     }
   if (Status s = exe.validate(); !s.ok()) return s;

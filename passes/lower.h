@@ -19,8 +19,10 @@ namespace ferry {
 /// Session::create refuses it with an error naming the step, unless an app supplies a runtime
 /// for that kind (compiling ahead of time for hardware this build lacks is allowed).
 ///
-/// Steps are the graph's nodes in order, constants aside (they become weights). Each non-transfer
-/// step gets the kernel plan its target writes; then each device's workspace is planned:
+/// Steps are the graph's nodes in order, constants aside (they become weights) and transfers and
+/// casts of weights aside (they become load steps, run once by Session::create: see
+/// passes/load_time.h). Each non-transfer step gets the kernel plan its target writes; then each
+/// device's workspace is planned:
 /// inputs live from before the first step, outputs to after the last, a step's scratch during
 /// that step alone.
 Expected<Executable> lower(const Graph &compiled, const CompileOptions &options,

@@ -41,15 +41,17 @@ std::string_view directionKey(TransferDirection d);
 /// "host-to-device", ...: for messages.
 std::string_view directionName(TransferDirection d);
 
-/// A compile-time contract on data movement: a plan that exceeds it is rejected (Error) or
-/// compiles with a warning (Warn), listing each offending transfer or cast.
+/// A compile-time contract on data movement per run: a plan that exceeds it is rejected (Error)
+/// or compiles with a warning (Warn), listing each offending transfer or cast. Transfers and casts
+/// of weights run once, at load (passes/load_time.h), and count against no budget.
 struct Budgets {
   BudgetAction h2d = BudgetAction::Allow;   ///< host -> accelerator
   BudgetAction d2h = BudgetAction::Allow;   ///< accelerator -> host
   BudgetAction d2d = BudgetAction::Allow;   ///< between two devices of the same non-host kind
   BudgetAction h2h = BudgetAction::Allow;   ///< between host arenas (cpu:N)
-  std::optional<int64_t> maxTransferBytes;  ///< per run, all transfers
-  std::optional<int64_t> maxCasts;          ///< casts left in the graph (folded ones are free)
+  std::optional<int64_t> maxTransferBytes;  ///< per run, all transfers (load-time ones are free)
+  /// Casts left in the graph that run per run (folded ones and casts of weights are free).
+  std::optional<int64_t> maxCasts;
 
   /// The action for one direction: h2d, d2h, d2d or h2h.
   BudgetAction action(TransferDirection d) const;
@@ -68,7 +70,8 @@ struct LinkSpec {
   double latencySeconds;
 };
 
-/// Estimates used by `auto` placement and reported in the statistics.
+/// Estimates used by `auto` placement and reported in the statistics, per run: a transfer or cast
+/// of a weight (passes/load_time.h) runs once, at load, and costs nothing per run.
 struct CostModel {
   DeviceSpec host{1.0e11, 2.0e10, 2.0e-7};
   DeviceSpec cuda{5.0e13, 2.0e12, 5.0e-6};

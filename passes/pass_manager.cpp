@@ -1,11 +1,16 @@
 // passes/pass_manager.cpp — compile(): runs the pipeline (a list of passes, each a plain
-// function over the graph), verifies after each pass when asked, stops on errors or after the
-// requested pass, times the passes and describes the result.
+// function over the graph), verifies after each pass when asked, times the passes and describes
+// the result. It stops after the requested pass, or on errors: at once when they leave no graph
+// to judge (PassContext::broken), else before the first pass that does not judge the model, so
+// that verify, placement and dtype all report what they find in one run.
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 
 #include "ir/verifier.h"
 #include "passes/compile.h"
+#include "passes/explain.h"
+#include "passes/load_time.h"
 #include "passes/pass.h"
 
 namespace ferry {
@@ -13,9 +18,9 @@ namespace ferry {
 namespace {
 
 constexpr Pass kPipeline[] = {
-    {"verify", "check structure and infer every type", verifyPass},
-    {"placement", "decide each value's device; insert transfers", placeDevices},
-    {"dtype", "decide each op's compute dtype; insert casts", assignDTypes},
+    {"verify", "check structure and infer every type", verifyPass, true},
+    {"placement", "decide each value's device; insert transfers", placeDevices, true},
+    {"dtype", "decide each op's compute dtype; insert casts", assignDTypes, true},
     {"simplify", "fold param casts, drop round trips, merge duplicates, remove dead nodes",
      simplify},
     {"budget", "check transfers and casts against the budgets", checkBudgets},
@@ -51,8 +56,29 @@ Status verifyPlaced(const Graph &g) {
 std::span<const Pass> pipeline() { return kPipeline; }
 
 void verifyPass(Graph &graph, PassContext &ctx) {
-  Status s = verify(graph);
-  ctx.diags.append(s.diagnostics());
+  Verification v = verifyGraph(graph);
+  ctx.broken = v.structural;
+  ctx.rejected.assign(graph.valueCount(), Rejected::No);
+  for (const Verification::TypeError &e : v.typeErrors) {
+    const Node &n = graph.node(e.node);
+    ctx.rejected[n.result] = e.typeHolds ? Rejected::Reported : Rejected::Untyped;
+    // An operand of the wrong kind (f32 indices): why it has its dtype, and the cast that fixes it.
+    Diagnostic &d = v.diagnostics[e.diagnostic];
+    std::vector<std::vector<std::string>> rows;
+    std::vector<size_t> wrong;
+    for (size_t i = 0; i < n.operands.size(); ++i) {
+      const Value &o = graph.value(n.operands[i]);
+      if (!wrongOperandKind(n.info(), i, o.type.dtype)) continue;
+      wrong.push_back(i);
+      rows.push_back({"operand " + std::to_string(i) + " (" + n.info().operand(i).name + ")",
+                      "%" + o.name, o.type.str(), explainDType(graph, o.id)});
+    }
+    std::vector<std::string> lines = alignColumns(rows);
+    for (size_t k = 0; k < wrong.size(); ++k)
+      d.detail(std::move(lines[k]), definitionLoc(graph, n.operands[wrong[k]]));
+    for (size_t i : wrong) d.fix(operandKindFix(graph, n, i));
+  }
+  ctx.diags.append(v.diagnostics);
 }
 
 bool CompileResult::ok() const {
@@ -70,15 +96,22 @@ CompileResult compile(Graph graph, const CompileOptions &options) {
   DiagnosticEngine diags;
   PassContext ctx{options, diags, result.stats};
   bool placed = false;
+  int reporting = 0;  // passes that reported errors
   for (const Pass &pass : pipeline()) {
+    // Past errors only the passes that judge the model run: each reports its own, and none of
+    // them repeats or cascades another's (PassContext::rejected).
+    if (diags.hasErrors() && !pass.judges) break;
+    const int before = diags.errorCount();
     auto start = std::chrono::steady_clock::now();
     pass.run(result.graph, ctx);
+    reporting += diags.errorCount() > before;
     result.stats.passSeconds.emplace_back(
         pass.name, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     result.lastPass = pass.name;
     placed = placed || pass.name == "placement";
-    if (diags.hasErrors()) break;
-    if (options.verifyEachPass && pass.name != "verify") {
+    if (ctx.broken) break;
+    // A rejected graph breaks the invariants by definition; checking them is for accepted ones.
+    if (options.verifyEachPass && pass.name != "verify" && !diags.hasErrors()) {
       // A pass that leaves a broken graph is a bug in ferry; say which pass, and stop.
       Status s = verify(result.graph);
       if (s.ok() && placed) s = verifyPlaced(result.graph);
@@ -93,6 +126,13 @@ CompileResult compile(Graph graph, const CompileOptions &options) {
   }
   if (!diags.hasErrors()) describeGraph(result.graph, options, result.stats);
   result.diagnostics = diags.take();
+  // Several passes' errors read in the order of the source, as one pass's do (ties: pass order).
+  if (reporting > 1)
+    std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(),
+                     [](const Diagnostic &a, const Diagnostic &b) {
+                       return std::tuple(a.loc.file.view(), a.loc.line, a.loc.col) <
+                              std::tuple(b.loc.file.view(), b.loc.line, b.loc.col);
+                     });
   return result;
 }
 
@@ -102,8 +142,12 @@ void describeGraph(const Graph &g, const CompileOptions &options, CompileStats &
   stats.directionBytes = {};
   stats.directionTransfers = {};
   stats.casts = 0;
+  stats.loadTransfers = 0;
+  stats.loadTransferBytes = 0;
+  stats.loadCasts = 0;
   stats.nodesPerDevice.clear();
   stats.estimatedSeconds = 0;
+  const std::vector<uint8_t> weights = weightValues(g);  // what runs at load is free per run
   std::vector<TensorType> types;                  // reused: assigning keeps each shape's storage
   std::vector<std::pair<Device, int>> perDevice;  // a handful of devices: a map lookup per node
   for (NodeId id : g.order()) {                   // costs more than this scan
@@ -115,6 +159,15 @@ void describeGraph(const Graph &g, const CompileOptions &options, CompileStats &
                                 [&](const auto &e) { return e.first == *r.device; });
     if (counted == perDevice.end()) counted = perDevice.insert(counted, {*r.device, 0});
     ++counted->second;
+    if (runsAtLoad(n, weights)) {
+      if (n.op == OpKind::Transfer) {
+        ++stats.loadTransfers;
+        stats.loadTransferBytes += static_cast<int64_t>(r.type.byteSize());
+      } else if (n.op == OpKind::Cast) {
+        ++stats.loadCasts;
+      }
+      continue;
+    }
     if (n.op == OpKind::Transfer) {
       Device from = g.value(n.operands[0]).device.value_or(*r.device);
       auto bytes = static_cast<int64_t>(r.type.byteSize());

@@ -7,7 +7,8 @@
 //           unpinned params and constants their consumers'. Every node whose operands disagree
 //           is an error, all of them in one run. Nothing moves implicitly.
 //   auto    pins are constraints; everything else minimises the cost model's estimate of compute
-//           plus transfers (placement_auto.cpp). Exact (a minimum s-t cut) with two devices.
+//           plus transfers per run (placement_auto.cpp; a weight's transfers run once, at load,
+//           and cost nothing per run). Exact (a minimum s-t cut) with two devices.
 // In both, an op the chosen device has no kernel for falls back to the CPU (a warning) or is an
 // error (fallback off), and an output pin (`output %y @cpu`) is honoured with a transfer.
 //
@@ -24,6 +25,11 @@
 //                after the producer (inputs' and params' at the start), its result named like
 //                `x.cuda0`; every consumer on that device reads it. Transfers already in the
 //                graph are reused where they come before the consumer.
+//
+// After a node's error, in verify (PassContext::rejected) or here, the pass goes on judging the
+// rest of the graph (compile() then runs the dtype pass too) but inserts nothing. Strict needs no
+// types; auto's cost model does, so after a type error it leaves the values no pin decides
+// undecided: its choice would rest on types the model does not have.
 //
 // Invariants after a run without errors: every node has a device; every operand of a
 // non-transfer node is on its node's device; every pinned output's value is on its pin.
@@ -141,18 +147,19 @@ Label Placer::runnable(NodeId id, Label want, const std::string &why) {
   bool canFallBack = cpu != kNone && supports(n, cpu);
   if (!options.fallback || !canFallBack) {
     Diagnostic &d = ctx.diags.error("device", n.loc, what);
-    if (!why.empty()) d.note("it is on " + devices[want].str() + ": " + why);
+    if (!why.empty()) d.detail("it is on " + devices[want].str() + ": " + why, n.loc);
     if (canFallBack)
       d.fix("compile with fallback on to run it on cpu, or place it on a device that has a kernel");
     else
-      d.note(cpu == kNone ? "cpu, where it would fall back to, is not among the available devices"
-                          : "cpu has no kernel for it either")
+      d.detail(cpu == kNone ? "cpu, where it would fall back to, is not among the available devices"
+                            : "cpu has no kernel for it either",
+               n.loc)
           .fix("place it on a device that has a kernel for '" + std::string(n.info().name) + "' " +
                dtype);
     return want;
   }
   Diagnostic &d = ctx.diags.warning("fallback", n.loc, what + "; it runs on cpu instead");
-  if (!why.empty()) d.note("it wanted " + devices[want].str() + ": " + why);
+  if (!why.empty()) d.detail("it wanted " + devices[want].str() + ": " + why, n.loc);
   place(n.result, cpu,
         Reason{Reason::Kind::Fallback, -1, n.loc,
                "fallback to cpu: " + devices[want].str() + " has no kernel for '" +
@@ -417,7 +424,8 @@ void placeDevices(Graph &graph, PassContext &ctx) {
   seed(p);
   if (ctx.options.placement == PlacementPolicy::Strict)
     placement::placeStrict(p);
-  else
+  else if (std::find(ctx.rejected.begin(), ctx.rejected.end(), Rejected::Untyped) ==
+           ctx.rejected.end())
     placement::placeAuto(p);
   if (!ctx.diags.hasErrors()) insertTransfers(p);
 }

@@ -4,14 +4,17 @@
 // The estimate of a placement is the compute time of every node on its device (infinite where
 // the device has no kernel; params and constants cost nothing) plus, for every value and every
 // other device that reads it, one transfer (the transfer pass inserts one per (value,
-// destination)). An output pin reads its value on the pinned device.
+// destination)). An output pin reads its value on the pinned device. Weights — params,
+// constants, and transfers and casts of them — cost nothing per run: their transfers and casts
+// run once, when a Session is created (passes/load_time.h), so they add no terms.
 //   1. fix       inputs, pinned params, pinned nodes (a pin without a kernel falls back to cpu
 //                first) and transfers are fixed; every other value is free
 //   2. start     free values on options.target (a node with no kernel there: cpu, else the
 //                first device that has one)
-//      contract  a free value that costs nothing anywhere (params, constants) and that one node
-//                alone reads follows that node and is left out of the moves (exact: elsewhere it
-//                would only add a transfer)
+//      contract  a free weight that costs nothing anywhere (an unpinned param, a constant, a cast
+//                of a weight every device has a kernel for) follows the first node that reads it
+//                and is left out of the moves (exact: anywhere is as cheap per run, and there its
+//                first reader needs no copy at load)
 //   3. improve   an expansion move towards a device A lets every free value either stay or move
 //                to A; the best such move is a minimum s-t cut (source side: stay). Transfer
 //                costs paid once per (value, destination) become one auxiliary vertex per value
@@ -25,6 +28,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "passes/load_time.h"
 #include "passes/mincut.h"
 #include "passes/placement_impl.h"
 
@@ -55,10 +59,10 @@ class AutoPlacer {
     p_.buildUsers();
     contract();
     bytes_.assign(g_.valueCount(), 0);
-    follows_.assign(g_.valueCount(), 0);
-    for (const auto &[v, u] : followers_) follows_[v] = 1;  // never apart from their reader
+    // A weight's transfers run at load: free per run, they add no terms (nor do followers',
+    // never apart from their reader).
     for (ValueId v = 0; v < static_cast<ValueId>(g_.valueCount()); ++v)
-      if (p_.label[v] != kNone && !p_.users(v).empty() && !follows_[v]) {
+      if (p_.label[v] != kNone && !p_.users(v).empty() && !weight_[v]) {
         used_.push_back(v);
         bytes_[v] = static_cast<double>(g_.value(v).type.byteSize());
       }
@@ -72,8 +76,12 @@ class AutoPlacer {
         for (size_t a = 0; a < k_; ++a) improved = expand(static_cast<Label>(a)) || improved;
       }
     }
-    for (const auto &[v, u] : followers_) p_.label[v] = p_.label[u];
+    // Last to first: a weight's reader may follow a reader of its own (a param read by a cast
+    // of it), and readers come later in free_.
+    for (auto f = followers_.rbegin(); f != followers_.rend(); ++f)
+      p_.label[f->first] = p_.label[f->second];
     record();
+    warnFallbacks();
   }
 
  private:
@@ -82,10 +90,17 @@ class AutoPlacer {
     costRow_.assign(g_.valueCount(), -1);
     std::vector<TensorType> types;
     bool ok = !p_.ctx.diags.hasErrors();
-    for (const ParamDecl &pr : g_.params())
+    weight_.assign(g_.valueCount(), 0);
+    for (const ParamDecl &pr : g_.params()) {
+      weight_[pr.value] = 1;
       if (!pr.pin) free_.push_back(pr.value);
+    }
     for (NodeId id : g_.order()) {
       const Node &n = g_.node(id);
+      // Runs once at load (a transfer or cast of a weight), or is a constant: costs nothing per
+      // run, and its result is a weight.
+      const bool atLoad = runsAtLoad(n, weight_) || p_.isSource(n);
+      if (atLoad) weight_[n.result] = 1;
       if (n.op == OpKind::Transfer) {
         p_.placeTransfer(n);
       } else if (p_.pin[id] != kNone) {
@@ -95,14 +110,14 @@ class AutoPlacer {
       } else {
         free_.push_back(n.result);
         costRow_[n.result] = static_cast<int32_t>(cost_.size() / k_);
-        sourceRow_.push_back(p_.isSource(n));
+        sourceRow_.push_back(atLoad);
         bool any = false, costed = false;
         OpCost c{};
         for (size_t l = 0; l < k_; ++l) {
           double seconds = kInf;
           if (p_.supports(n, static_cast<Label>(l))) {
             // With one device there is nothing to compare: only whether it has a kernel.
-            bool free = p_.isSource(n) || k_ == 1;
+            bool free = atLoad || k_ == 1;
             if (!costed && !free) c = opCostOf(n, types), costed = true;
             seconds = free ? 0
                            : p_.options.cost.computeSeconds(p_.devices[l], c) *
@@ -150,15 +165,16 @@ class AutoPlacer {
     }
   }
 
-  // A free value that costs nothing on any device (an unpinned param, a constant every device
-  // has a kernel for) and that one node alone reads is best wherever that node is: anywhere
-  // else only adds its transfer. It leaves the cut and follows its reader: most weights and
-  // biases of a model (in the benchmark's model, two of every three values).
+  // A free weight that costs nothing on any device (an unpinned param, a constant or a cast of a
+  // weight every device has a kernel for) is as cheap per run anywhere: its transfers run at
+  // load. Next to the first node that reads it, that node needs no copy at load. It leaves the
+  // cut and follows that reader: most weights and biases of a model (in the benchmark's model,
+  // two of every three values).
   void contract() {
     size_t kept = 0;
     for (ValueId v : free_) {
       auto users = p_.users(v);
-      if (users.size() == 1 && users[0] >= 0 && costsNothing(v))
+      if (!users.empty() && users[0] >= 0 && costsNothing(v))
         followers_.emplace_back(v, users[0]);
       else
         free_[kept++] = v;
@@ -174,7 +190,7 @@ class AutoPlacer {
     return true;
   }
 
-  // A free value's own cost on `l`: compute for nodes, nothing for params.
+  // A free value's own cost on `l`: compute for nodes, nothing for weights.
   double own(ValueId v, Label l) const {
     return costRow_[v] >= 0 ? cost_[costRow_[v] * k_ + l] : 0;
   }
@@ -346,7 +362,7 @@ class AutoPlacer {
         g_.deviceReason(v).detail = costText(row, l);
         continue;
       }
-      // A param or constant costs nothing anywhere: it sits with (the first of) its users.
+      // A weight costs nothing per run anywhere: it sits with (the first of) its users.
       ValueId with = -1;
       bool used = false;
       for (int32_t u : p_.users(v)) {
@@ -357,6 +373,35 @@ class AutoPlacer {
         }
       }
       p_.place(v, l, used ? Kind::CostModel : Kind::Target, with);
+    }
+  }
+
+  // A node on the cpu next to work on an accelerator that has no kernel for it: it ran there but
+  // for that, and its neighbours' data crosses to it and back every run. Said as strict says a
+  // fallback (a "fallback" warning), though here no pin was overruled.
+  void warnFallbacks() {
+    if (p_.cpu == kNone) return;
+    for (ValueId v : free_) {
+      const int32_t row = costRow_[v];
+      if (row < 0 || sourceRow_[row] || p_.label[v] != p_.cpu) continue;
+      const double *c = &cost_[static_cast<size_t>(row) * k_];
+      Label missing = kNone;
+      for (size_t l = 0; l < k_ && missing == kNone; ++l)
+        if (c[l] >= kInf && !p_.devices[l].isHost()) missing = static_cast<Label>(l);
+      if (missing == kNone) continue;
+      const Node &n = *g_.producer(v);
+      bool nearAccelerator = false;
+      for (ValueId o : n.operands)
+        nearAccelerator = nearAccelerator || !p_.devices[p_.label[o]].isHost();
+      for (int32_t u : p_.users(v))
+        nearAccelerator = nearAccelerator || !p_.devices[p_.userLabel(u)].isHost();
+      if (!nearAccelerator) continue;
+      const std::string dtype(dtypeName(p_.computeDType(n)));
+      p_.ctx.diags
+          .warning("fallback", n.loc,
+                   p_.nodeRef(n) + " has no kernel for " + dtype + " on " +
+                       p_.devices[missing].str() + "; it runs on cpu, its data copied there and back")
+          .note("auto placement had no other device for it: " + g_.deviceReason(v).detail.str());
     }
   }
 
@@ -402,10 +447,10 @@ class AutoPlacer {
   std::vector<ValueId> free_;       // free values: unpinned params, then unpinned nodes in order
   std::vector<int32_t> costRow_;    // per value: its row in cost_ (free nodes), else -1
   std::vector<double> cost_;        // per free node and device: compute seconds (kInf: no kernel)
-  std::vector<uint8_t> sourceRow_;  // per row of cost_: the node is a constant (costs nothing)
-  std::vector<ValueId> used_;       // values that some node or pinned output reads
-  std::vector<std::pair<ValueId, ValueId>> followers_;  // (value, the result of its one reader)
-  std::vector<uint8_t> follows_;                        // per value: in followers_
+  std::vector<uint8_t> sourceRow_;  // per row of cost_: a constant or a load-time cast (free)
+  std::vector<ValueId> used_;       // values that some node or pinned output reads, weights aside
+  std::vector<uint8_t> weight_;     // per value: a weight (load_time.h), its transfers free per run
+  std::vector<std::pair<ValueId, ValueId>> followers_;  // (value, the result of its first reader)
   std::vector<double> bytes_;                           // per used value: its size
   double energy_ = 0;
   std::vector<ValueId> mark_;

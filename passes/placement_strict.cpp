@@ -19,8 +19,22 @@
 //                device moves there (a weight read only by a node that fell back to cpu).
 // One walk over the graph (1); 2 and 3 visit only what 1 recorded, 4 runs only with a capability
 // table, 5 only when something fell back.
+//
+// Where the graph lives, and the fix an error names. A node whose operands disagree runs where
+// the graph lives: on its pin if it has one, else on the strongest of its operands' devices —
+// the one the most pins name (params, nodes, and inputs, whose declared device counts as a pin);
+// on a tie a device other than the default cpu, then the one with the most bytes of pinned
+// params, then the earliest operand's (Strength). Each operand off that device gets the fix that
+// respects what the user wrote:
+//   - a param or `constant` pinned elsewhere (directly, or through unpinned one-operand nodes that
+//     inherit its device, as `%m = neg(%mask)`) is data created on the wrong device: the fix
+//     names its pin, "drop the @cpu pin on %pos, or pin it to cuda:0";
+//   - any other operand (an input, an activation, an unpinned weight) is moved: "move %x to
+//     cuda:0 with transfer(%x, to=cuda:0), or compile with placement=auto to insert the transfer".
+// The node is placed where its fix puts it, so the nodes after it are judged as if that fix were
+// applied: no error follows from another, and every independent one is reported in the same run
+// (two tables pinned @cpu feeding a cuda:0 graph: two errors, each naming its pin).
 #include <algorithm>
-#include <array>
 
 #include "passes/explain.h"
 #include "passes/placement_impl.h"
@@ -32,20 +46,27 @@ namespace {
 using Kind = Reason::Kind;
 constexpr size_t kPrefetchAhead = 12;  // values: see Graph::prefetch
 
-// How strongly the user placed the model on each device: the pins naming it (params and nodes),
-// then the bytes of the params pinned there. A node whose operands disagree goes to the
-// strongest of their devices: the side the user most likely meant, and the one the fix moves
-// the other operands to ("weights pinned to cuda:0, input left on cpu": move the input).
+// How strongly the user placed the model on each device: the pins naming it (params, nodes and
+// inputs' declared devices); on a tie, a device other than the default `cpu` (tensors land there
+// when nobody says otherwise, as PyTorch creates them, so the cpu side of an even split is the
+// likelier mistake); then the bytes of the params pinned there. A node whose operands disagree
+// goes to the strongest of their devices: the side the user most likely meant, and the one the
+// fix moves the other operands to ("weights pinned to cuda:0, input left on cpu": move the input;
+// "a cuda:0 model with a positional table pinned @cpu": drop that pin).
 struct Strength {
   int64_t pins = 0;
+  bool chosen = false;  // not the default cpu
   double bytes = 0;
   bool operator<(const Strength &o) const {
-    return pins != o.pins ? pins < o.pins : bytes < o.bytes;
+    if (pins != o.pins) return pins < o.pins;
+    if (chosen != o.chosen) return o.chosen;
+    return bytes < o.bytes;
   }
 };
 
 std::vector<Strength> strengths(const Placer &p) {
   std::vector<Strength> s(p.devices.size());
+  for (size_t l = 0; l < s.size(); ++l) s[l].chosen = p.devices[l] != Device::cpu();
   for (const ParamDecl &pr : p.graph.params())
     if (pr.pin) {
       Strength &d = s[p.label[pr.value]];
@@ -54,6 +75,7 @@ std::vector<Strength> strengths(const Placer &p) {
     }
   for (NodeId id : p.graph.order())
     if (p.pin[id] != kNone) ++s[p.pin[id]].pins;
+  for (const InputDecl &in : p.graph.inputs()) ++s[p.label[in.value]].pins;
   return s;
 }
 
@@ -149,12 +171,27 @@ void backward(Placer &p, Strict &s) {
   }
 }
 
-std::string padded(std::string s, size_t width) {
-  s.resize(std::max(s.size(), width), ' ');
-  return s;
+// The value whose pin puts `v` on its device when that pin is the user's data placement: a pinned
+// param or `constant`, reached through unpinned one-operand nodes that inherit their device from
+// it (`%m = neg(%mask)`). -1 when there is none: `v` is then moved, not re-pinned.
+ValueId pinnedSource(const Placer &p, ValueId v) {
+  const Graph &g = p.graph;
+  for (size_t hops = 0; hops < g.valueCount(); ++hops) {
+    const Value &val = g.value(v);
+    if (val.kind == ValueKind::Param) return g.paramOf(v).pin ? v : -1;
+    if (val.kind != ValueKind::Result) return -1;
+    const Node &n = g.node(val.def);
+    if (n.op == OpKind::Transfer) return -1;
+    if (p.pin[n.id] != kNone) return p.isSource(n) ? v : -1;
+    const Reason &r = g.deviceReason(v);
+    if (n.operands.size() != 1 || r.kind != Kind::Inherited || r.from != n.operands[0]) return -1;
+    v = n.operands[0];
+  }
+  return -1;
 }
 
-// 3. One node's conflict: the devices involved, every operand with its reason chain, a fix.
+// 3. One node's conflict: the devices involved, every operand with its reason chain, a fix for
+// each operand off the node's device (see "Where the graph lives" above).
 void reportConflict(Placer &p, const Node &n) {
   const Graph &g = p.graph;
   Label at = p.label[n.result];
@@ -175,33 +212,51 @@ void reportConflict(Placer &p, const Node &n) {
     message = "operands of " + p.nodeRef(n) + " are on different devices: " + p.devicesText(seen);
   Diagnostic &d = p.ctx.diags.error("device", n.loc, message);
   if (pinned && seen.size() > 1)
-    d.note("%" + g.value(n.result).name + " is pinned to " + p.devices[at].str());
+    d.detail("%" + g.value(n.result).name + " is pinned to " + p.devices[at].str(), n.loc);
 
   // One line per operand, in columns: operand, value, type, device, reason chain.
   const OpInfo &op = n.info();
-  std::vector<std::array<std::string, 4>> rows;
-  std::array<size_t, 4> width{};
+  std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < n.operands.size(); ++i) {
     const Value &v = g.value(n.operands[i]);
     rows.push_back({"operand " + std::to_string(i) + " (" + op.operand(i).name + ")", "%" + v.name,
-                    v.type.str(), "@" + p.devices[p.label[v.id]].str()});
-    for (size_t c = 0; c < 4; ++c) width[c] = std::max(width[c], rows.back()[c].size());
+                    v.type.str(), "@" + p.devices[p.label[v.id]].str(),
+                    explainDevice(g, n.operands[i])});
   }
-  for (size_t i = 0; i < rows.size(); ++i) {
-    std::string line;
-    for (size_t c = 0; c < 3; ++c) line += padded(rows[i][c], width[c]) + " ";
-    line += padded(rows[i][3], width[3]) + "  " + explainDevice(g, n.operands[i]);
-    d.note(std::move(line));
-  }
+  std::vector<std::string> lines = alignColumns(rows);
+  for (size_t i = 0; i < lines.size(); ++i)
+    d.detail(std::move(lines[i]), definitionLoc(g, n.operands[i]));
 
-  std::string to = p.devices[at].str(), names, moves;
-  for (size_t i = 0; i < off.size(); ++i) {
-    std::string sep = i == 0 ? "" : i + 1 == off.size() ? " and " : ", ";
-    names += sep + "%" + g.value(off[i]).name;
-    moves += sep + "transfer(%" + g.value(off[i]).name + ", to=" + to + ")";
+  const std::string to = p.devices[at].str();
+  std::vector<ValueId> sources, moved;
+  for (ValueId o : off) {
+    ValueId s = pinnedSource(p, o);
+    if (s < 0)
+      moved.push_back(o);
+    else if (std::find(sources.begin(), sources.end(), s) == sources.end())
+      sources.push_back(s);
+  }
+  for (ValueId s : sources) {
+    const std::string name = "%" + g.value(s).name;
+    const std::string from = p.devices[p.label[s]].str();
+    std::vector<std::string> via;  // operands computed from it, on its device
+    for (ValueId o : off)
+      if (o != s && pinnedSource(p, o) == s) via.push_back("%" + g.value(o).name);
+    std::string puts;
+    for (size_t i = 0; i < via.size(); ++i)
+      puts += (i == 0 ? "" : i + 1 == via.size() ? " and " : ", ") + via[i];
+    d.fix("drop the @" + from + " pin on " + name +
+          (via.empty() ? "" : ", which puts " + puts + " on " + from) + ", or pin it to " + to);
+  }
+  if (moved.empty()) return;
+  std::string names, moves;
+  for (size_t i = 0; i < moved.size(); ++i) {
+    std::string sep = i == 0 ? "" : i + 1 == moved.size() ? " and " : ", ";
+    names += sep + "%" + g.value(moved[i]).name;
+    moves += sep + "transfer(%" + g.value(moved[i]).name + ", to=" + to + ")";
   }
   d.fix("move " + names + " to " + to + " with " + moves +
-        ", or compile with placement=auto to insert the transfer" + (off.size() > 1 ? "s" : ""));
+        ", or compile with placement=auto to insert the transfer" + (moved.size() > 1 ? "s" : ""));
 }
 
 // 5. sources: see the overview.

@@ -19,8 +19,8 @@
 //                 cast's device; ParamDecl::foldedFrom records the declared dtype. zeros/ones,
 //                 and randn where randn(T) is bit-identical, keep their initializer.
 //                 cast(constant) -> constant.
-//                 Transfers of params stay: a pinned param's copy is a per-run cost the user asked
-//                 for.
+//                 Transfers of params stay: lowering makes them load-time copies, done once per
+//                 Session (passes/load_time.h).
 //   2. no-ops     cast to the operand's dtype, transfer to the operand's device, identity;
 //      round      transfer(transfer(x, B), A) with x on A -> x; a single-use hop A->B->C becomes
 //      trips      A->C; cast(cast(x: S, M), T) -> cast(x, T) when S -> M is lossless (kLossless),
@@ -616,8 +616,8 @@ class Simplifier {
     return Outcome::Changed;
   }
 
-  // transfer(p', to) where p' is p folded to a wider dtype: send p and cast on arrival, so each
-  // run moves fewer bytes (the fold made here is undone).
+  // transfer(p', to) where p' is p folded to a wider dtype: send p and cast on arrival, so the
+  // copy (made once, at load) moves fewer bytes (the fold made here is undone).
   Outcome unfold(NodeId id) {
     const Node &n = g_.node(id);
     const ValueId folded = n.operands[0];

@@ -40,7 +40,8 @@ static_assert(static_cast<int>(AttrKind::Bool) == 0 && static_cast<int>(AttrKind
               static_cast<int>(AttrKind::String) == 4 && static_cast<int>(AttrKind::DType) == 5 &&
               static_cast<int>(AttrKind::Device) == 6 && static_cast<int>(AttrKind::Tensor) == 7);
 static_assert(static_cast<int>(SlotKind::Input) == 0 && static_cast<int>(SlotKind::Weight) == 1 &&
-              static_cast<int>(SlotKind::Activation) == 2);
+              static_cast<int>(SlotKind::Activation) == 2 &&
+              static_cast<int>(SlotKind::Loaded) == 3);
 static_assert(static_cast<int>(PlacementPolicy::Strict) == 0 &&
               static_cast<int>(PlacementPolicy::Auto) == 1);
 static_assert(sizeof(size_t) == 8, "offsets and sizes are stored as 64 bits");
@@ -390,6 +391,50 @@ std::string slotContext(size_t i, const std::string &name) {
   return "slot " + std::to_string(i) + " (%" + escaped(name) + ")";
 }
 
+// A list of step records (the run's steps, or the load steps): `what` names them in errors.
+void readSteps(Reader &r, const std::string &what, std::vector<Step> &steps) {
+  uint32_t n = r.count(what + " count", kMinStep);
+  steps.reserve(n);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    Step st;
+    r.context(what + " " + std::to_string(i));
+    const size_t opAt = r.pos();
+    std::string opName = r.str("op");
+    if (!r.ok()) break;
+    const OpInfo *op = findOp(opName);
+    if (!op) {
+      r.bad(opAt, "op", "an op of this build", printable(opName));
+      break;
+    }
+    st.op = op->kind;
+    r.context(what + " " + std::to_string(i) + " ('" + opName + "')");
+    // The schema's count, checked here rather than left to validate(): it bounds the reserve.
+    const size_t countAt = r.pos();
+    uint32_t attrs = r.count("attribute count", 2);
+    if (r.ok() && attrs != op->attrs.size())
+      r.bad(countAt, "attribute count",
+            std::to_string(op->attrs.size()) + " (the schema of '" + opName + "')",
+            std::to_string(attrs));
+    st.attrs.reserve(r.ok() ? attrs : 0);
+    for (uint32_t a = 0; a < attrs && r.ok(); ++a)
+      st.attrs.push_back(r.attr("attribute " + std::to_string(a)));
+    uint32_t operands = r.count("operand count", 4);
+    st.operands.reserve(operands);
+    for (uint32_t o = 0; o < operands && r.ok(); ++o) st.operands.push_back(r.i32("operand"));
+    st.result = r.i32("result");
+    st.loc.file = r.fileName("location file");
+    st.loc.line = r.i32("location line");
+    st.loc.col = r.i32("location column");
+    st.inserted = r.boolean("inserted flag");
+    st.plan.kernel = r.str("kernel");
+    st.plan.scratchBytes = r.u64("scratch bytes");
+    st.plan.payload = r.str("kernel payload");
+    st.scratchOffset = r.u64("scratch offset");
+    steps.push_back(std::move(st));
+  }
+  r.context("");
+}
+
 Expected<Executable> parsePayload(Reader &r) {
   Executable exe;
   exe.name = r.str("executable name");
@@ -416,8 +461,9 @@ Expected<Executable> parsePayload(Reader &r) {
     s.device = r.device("device");
     const size_t at = r.pos();
     uint8_t kind = r.u8("kind");
-    if (kind > static_cast<uint8_t>(SlotKind::Activation))
-      r.bad(at, "kind", "0 (input), 1 (weight) or 2 (activation)", std::to_string(kind));
+    if (kind > static_cast<uint8_t>(SlotKind::Loaded))
+      r.bad(at, "kind", "0 (input), 1 (weight), 2 (activation) or 3 (loaded)",
+            std::to_string(kind));
     s.kind = static_cast<SlotKind>(kind);
     s.weight = r.i32("weight index");
     s.offset = r.u64("offset");
@@ -431,46 +477,8 @@ Expected<Executable> parsePayload(Reader &r) {
     for (uint32_t i = 0; i < n && r.ok(); ++i) list->push_back(r.i32(what));
   }
 
-  n = r.count("step count", kMinStep);
-  exe.steps.reserve(n);
-  for (uint32_t i = 0; i < n && r.ok(); ++i) {
-    Step st;
-    r.context("step " + std::to_string(i));
-    const size_t opAt = r.pos();
-    std::string opName = r.str("op");
-    if (!r.ok()) break;
-    const OpInfo *op = findOp(opName);
-    if (!op) {
-      r.bad(opAt, "op", "an op of this build", printable(opName));
-      break;
-    }
-    st.op = op->kind;
-    r.context("step " + std::to_string(i) + " ('" + opName + "')");
-    // The schema's count, checked here rather than left to validate(): it bounds the reserve.
-    const size_t countAt = r.pos();
-    uint32_t attrs = r.count("attribute count", 2);
-    if (r.ok() && attrs != op->attrs.size())
-      r.bad(countAt, "attribute count",
-            std::to_string(op->attrs.size()) + " (the schema of '" + opName + "')",
-            std::to_string(attrs));
-    st.attrs.reserve(r.ok() ? attrs : 0);
-    for (uint32_t a = 0; a < attrs && r.ok(); ++a)
-      st.attrs.push_back(r.attr("attribute " + std::to_string(a)));
-    uint32_t operands = r.count("operand count", 4);
-    st.operands.reserve(operands);
-    for (uint32_t o = 0; o < operands && r.ok(); ++o) st.operands.push_back(r.i32("operand"));
-    st.result = r.i32("result");
-    st.loc.file = r.fileName("location file");
-    st.loc.line = r.i32("location line");
-    st.loc.col = r.i32("location column");
-    st.inserted = r.boolean("inserted flag");
-    st.plan.kernel = r.str("kernel");
-    st.plan.scratchBytes = r.u64("scratch bytes");
-    st.plan.payload = r.str("kernel payload");
-    st.scratchOffset = r.u64("scratch offset");
-    exe.steps.push_back(std::move(st));
-  }
-  r.context("");
+  readSteps(r, "step", exe.steps);
+  readSteps(r, "load step", exe.loadSteps);
 
   n = r.count("workspace count", kMinWorkspace);
   exe.workspaces.reserve(n);
@@ -485,6 +493,8 @@ Expected<Executable> parsePayload(Reader &r) {
 
   exe.planTransfers = r.nonNegative32("planned transfer count");
   exe.planTransferBytes = r.nonNegative64("planned transfer bytes");
+  exe.planLoadTransfers = r.nonNegative32("planned load-time transfer count");
+  exe.planLoadTransferBytes = r.nonNegative64("planned load-time transfer bytes");
 
   n = r.count("weight count", kMinWeight);
   exe.weights.reserve(n);
@@ -510,15 +520,16 @@ Expected<Executable> parsePayload(Reader &r) {
 
 // Every step's result slot has the type its op's shape rule gives for its operand slots:
 // kernels size their loops by these types, so a slot too small for its op would be overrun.
-Status checkTypes(const Executable &exe) {
+Status checkTypes(const Executable &exe, const std::vector<Step> &steps, std::string_view what) {
   std::vector<TensorType> types;
-  for (size_t i = 0; i < exe.steps.size(); ++i) {
-    const Step &st = exe.steps[i];
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step &st = steps[i];
     types.clear();
     for (int32_t o : st.operands) types.push_back(exe.slots[static_cast<size_t>(o)].type);
     const OpInfo &op = opInfo(st.op);
     const Slot &result = exe.slots[static_cast<size_t>(st.result)];
-    const std::string which = "step " + std::to_string(i) + " ('" + std::string(op.name) + "')";
+    const std::string which =
+        std::string(what) + " " + std::to_string(i) + " ('" + std::string(op.name) + "')";
     InferResult r = inferType(op, types, st.attrs);
     if (const auto *err = std::get_if<InferError>(&r))
       return makeError("artifact", which + ": " + err->message, st.loc);
@@ -567,22 +578,24 @@ std::string Executable::serialize() const {
     w.count(list->size());
     for (int32_t s : *list) w.i32(s);
   }
-  w.count(steps.size());
-  for (const Step &st : steps) {
-    w.str(opInfo(st.op).name);
-    w.count(st.attrs.size());
-    for (const AttrValue &a : st.attrs) w.attr(a);
-    w.count(st.operands.size());
-    for (int32_t o : st.operands) w.i32(o);
-    w.i32(st.result);
-    w.str(st.loc.file.view());
-    w.i32(st.loc.line);
-    w.i32(st.loc.col);
-    w.u8(st.inserted ? 1 : 0);
-    w.str(st.plan.kernel);
-    w.u64(st.plan.scratchBytes);
-    w.str(st.plan.payload);
-    w.u64(st.scratchOffset);
+  for (const std::vector<Step> *list : {&steps, &loadSteps}) {
+    w.count(list->size());
+    for (const Step &st : *list) {
+      w.str(opInfo(st.op).name);
+      w.count(st.attrs.size());
+      for (const AttrValue &a : st.attrs) w.attr(a);
+      w.count(st.operands.size());
+      for (int32_t o : st.operands) w.i32(o);
+      w.i32(st.result);
+      w.str(st.loc.file.view());
+      w.i32(st.loc.line);
+      w.i32(st.loc.col);
+      w.u8(st.inserted ? 1 : 0);
+      w.str(st.plan.kernel);
+      w.u64(st.plan.scratchBytes);
+      w.str(st.plan.payload);
+      w.u64(st.scratchOffset);
+    }
   }
   w.count(workspaces.size());
   for (const Workspace &ws : workspaces) {
@@ -591,6 +604,8 @@ std::string Executable::serialize() const {
   }
   w.i32(planTransfers);
   w.i64(planTransferBytes);
+  w.i32(planLoadTransfers);
+  w.i64(planLoadTransferBytes);
   w.count(weights.size());
   for (const TensorData &t : weights) w.tensor(t, kAlignment);
 
@@ -620,7 +635,11 @@ Expected<Executable> Executable::deserialize(std::string_view bytes, std::string
   const auto version = static_cast<uint32_t>(readLE(bytes, kVersionAt, 4));
   if (version != kFormatVersion)
     return fileError(file, "format version " + std::to_string(version) +
-                               ", this build reads version " + std::to_string(kFormatVersion));
+                               ", this build reads version " + std::to_string(kFormatVersion) +
+                               (version >= 1 && version < kFormatVersion
+                                    ? ": the file was written by an older ferry; compile the "
+                                      "model again"
+                                    : ""));
   if (size < kHeaderBytes) return truncatedHeader("the 32-byte header");
   const auto flags = static_cast<uint32_t>(readLE(bytes, kFlagsAt, 4));
   if (flags != 0)
@@ -651,7 +670,9 @@ Expected<Executable> Executable::deserialize(std::string_view bytes, std::string
 
   // 4. check.
   if (Status s = exe->validate(); !s.ok()) return inFile(std::move(s), file);
-  if (Status s = checkTypes(*exe); !s.ok()) return inFile(std::move(s), file);
+  if (Status s = checkTypes(*exe, exe->loadSteps, "load step"); !s.ok())
+    return inFile(std::move(s), file);
+  if (Status s = checkTypes(*exe, exe->steps, "step"); !s.ok()) return inFile(std::move(s), file);
   return exe;
 }
 

@@ -2,6 +2,7 @@
 #include "runtime/executable.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace ferry {
 
@@ -12,10 +13,22 @@ Status slotError(const Executable &exe, size_t s, const std::string &what) {
                    "slot " + std::to_string(s) + " (%" + exe.slots[s].name + ") " + what);
 }
 
-Status stepError(const Step &st, size_t i, const std::string &what) {
-  return makeError(
-      "artifact",
-      "step " + std::to_string(i) + " ('" + std::string(opInfo(st.op).name) + "') " + what, st.loc);
+Status stepError(const Step &st, size_t i, const std::string &what, bool load = false) {
+  return makeError("artifact",
+                   std::string(load ? "load step " : "step ") + std::to_string(i) + " ('" +
+                       std::string(opInfo(st.op).name) + "') " + what,
+                   st.loc);
+}
+
+// The copies a list of steps makes between devices: its transfer steps and their bytes.
+std::pair<int, int64_t> transfersOf(const Executable &exe, const std::vector<Step> &steps) {
+  std::pair<int, int64_t> n{0, 0};
+  for (const Step &st : steps)
+    if (st.op == OpKind::Transfer) {
+      ++n.first;
+      n.second += static_cast<int64_t>(exe.slots[static_cast<size_t>(st.result)].type.byteSize());
+    }
+  return n;
 }
 
 }  // namespace
@@ -66,6 +79,7 @@ Status Executable::validate() const {
       written[s] = true;
       continue;
     }
+    if (slot.kind == SlotKind::Loaded) continue;  // held with the weights, written by a load step
     auto ws = std::find_if(workspaces.begin(), workspaces.end(),
                            [&](const Workspace &w) { return w.device == slot.device; });
     if (ws == workspaces.end()) return slotError(*this, s, "has no workspace on its device");
@@ -82,47 +96,58 @@ Status Executable::validate() const {
       return makeError("artifact", "input slot " + std::to_string(s) + " is listed twice");
     written[static_cast<size_t>(s)] = true;
   }
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const Step &st = steps[i];
+  // A load step reads weights and loaded slots only and writes a loaded slot; a run's step
+  // writes an activation. Load steps come first: a run may read what they wrote.
+  auto checkStep = [&](const Step &st, size_t i, bool load) -> Status {
     const OpInfo &op = opInfo(st.op);
     const auto n = static_cast<int>(st.operands.size());
     if (n < op.minOperands || (op.maxOperands >= 0 && n > op.maxOperands))
-      return stepError(st, i, "has " + std::to_string(n) + " operands");
+      return stepError(st, i, "has " + std::to_string(n) + " operands", load);
     if (st.attrs.size() != op.attrs.size())
       return stepError(st, i,
                        "has " + std::to_string(st.attrs.size()) + " attributes, not " +
-                           std::to_string(op.attrs.size()));
+                           std::to_string(op.attrs.size()),
+                       load);
     for (size_t a = 0; a < st.attrs.size(); ++a)
       if (attrKind(st.attrs[a]) != op.attrs[a].kind)
         return stepError(st, i,
                          "attribute '" + std::string(op.attrs[a].name) + "' is a " +
-                             std::string(attrKindName(attrKind(st.attrs[a]))));
-    if (!inRange(st.result) || slots[static_cast<size_t>(st.result)].kind != SlotKind::Activation)
-      return stepError(st, i, "writes no activation slot");
+                             std::string(attrKindName(attrKind(st.attrs[a]))),
+                         load);
+    const SlotKind writes = load ? SlotKind::Loaded : SlotKind::Activation;
+    if (!inRange(st.result) || slots[static_cast<size_t>(st.result)].kind != writes)
+      return stepError(st, i, load ? "writes no loaded slot" : "writes no activation slot", load);
     const Slot &result = slots[static_cast<size_t>(st.result)];
     for (int32_t o : st.operands) {
       if (!inRange(o) || !written[static_cast<size_t>(o)])
-        return stepError(st, i, "reads slot " + std::to_string(o) + " before it is written");
-      if (st.op != OpKind::Transfer && slots[static_cast<size_t>(o)].device != result.device)
+        return stepError(st, i, "reads slot " + std::to_string(o) + " before it is written", load);
+      const Slot &from = slots[static_cast<size_t>(o)];
+      if (load && from.kind != SlotKind::Weight && from.kind != SlotKind::Loaded)
+        return stepError(st, i, "reads %" + from.name + ", which is not a weight", load);
+      if (st.op != OpKind::Transfer && from.device != result.device)
         return stepError(st, i,
-                         "reads %" + slots[static_cast<size_t>(o)].name + " on " +
-                             slots[static_cast<size_t>(o)].device.str() + " but runs on " +
-                             result.device.str());
+                         "reads %" + from.name + " on " + from.device.str() + " but runs on " +
+                             result.device.str(),
+                         load);
     }
     if (st.op == OpKind::Transfer && st.operands.size() == 1) {
       const Slot &from = slots[static_cast<size_t>(st.operands[0])];
       if (from.type != result.type || std::get<Device>(st.attrs[0]) != result.device)
         return stepError(st, i,
                          "moves " + from.type.str() + " to " + result.type.str() + " on " +
-                             result.device.str());
+                             result.device.str(),
+                         load);
       // Every transfer step is a copy between devices: the plan's counts rest on it.
       if (from.device == result.device)
-        return stepError(st, i,
-                         "moves %" + from.name + " from " + from.device.str() + " to itself");
+        return stepError(st, i, "moves %" + from.name + " from " + from.device.str() + " to itself",
+                         load);
     }
     if (st.op == OpKind::Transfer) {
       if (!st.plan.kernel.empty() || st.plan.scratchBytes != 0 || !st.plan.payload.empty())
-        return stepError(st, i, "is a copy between devices but has a kernel plan");
+        return stepError(st, i, "is a copy between devices but has a kernel plan", load);
+    } else if (load) {
+      if (st.scratchOffset != 0)
+        return stepError(st, i, "has a scratch offset, but a load step's scratch is its own", load);
     } else {
       auto ws = std::find_if(workspaces.begin(), workspaces.end(),
                              [&](const Workspace &w) { return w.device == result.device; });
@@ -134,25 +159,32 @@ Status Executable::validate() const {
                              " bytes of scratch outside its device's workspace");
     }
     if (written[static_cast<size_t>(st.result)])
-      return stepError(st, i, "writes %" + result.name + " a second time");
+      return stepError(st, i, "writes %" + result.name + " a second time", load);
     written[static_cast<size_t>(st.result)] = true;
-  }
+    return Status();
+  };
+  for (size_t i = 0; i < loadSteps.size(); ++i) FERRY_TRY(checkStep(loadSteps[i], i, true));
+  for (size_t s = 0; s < nslots; ++s)
+    if (slots[s].kind == SlotKind::Loaded && !written[s])
+      return slotError(*this, s, "is a loaded slot that no load step writes");
+  for (size_t i = 0; i < steps.size(); ++i) FERRY_TRY(checkStep(steps[i], i, false));
   for (int32_t s : outputs)
     if (!inRange(s) || !written[static_cast<size_t>(s)])
       return makeError("artifact", "output slot " + std::to_string(s) + " is never written");
   // The plan's counts are what Session checks its copies against: they must be the steps'.
-  int transfers = 0;
-  int64_t transferBytes = 0;
-  for (const Step &st : steps)
-    if (st.op == OpKind::Transfer) {
-      ++transfers;
-      transferBytes += static_cast<int64_t>(slots[static_cast<size_t>(st.result)].type.byteSize());
-    }
+  const auto [transfers, transferBytes] = transfersOf(*this, steps);
   if (transfers != planTransfers || transferBytes != planTransferBytes)
     return makeError("artifact", "the plan counts " + std::to_string(planTransfers) +
                                      " transfers of " + std::to_string(planTransferBytes) +
                                      " bytes, the steps make " + std::to_string(transfers) +
                                      " of " + std::to_string(transferBytes));
+  const auto [loads, loadBytes] = transfersOf(*this, loadSteps);
+  if (loads != planLoadTransfers || loadBytes != planLoadTransferBytes)
+    return makeError("artifact", "the plan counts " + std::to_string(planLoadTransfers) +
+                                     " load-time transfers of " +
+                                     std::to_string(planLoadTransferBytes) +
+                                     " bytes, the load steps make " + std::to_string(loads) +
+                                     " of " + std::to_string(loadBytes));
   return Status();
 }
 

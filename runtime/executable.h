@@ -10,6 +10,9 @@
 //
 // What lowering decided, and the executable records:
 //   - constants are weights (computed once, never by a kernel at run time);
+//   - transfers and casts of weights are load steps: done once, when a Session is created, into
+//     slots held with the weights (a weight's copy on another device or in another dtype), never
+//     per run (passes/load_time.h);
 //   - each step's kernel plan (backends/target.h): which kernel, its scratch bytes, its payload;
 //   - every activation, input and step scratch has an offset in its device's workspace: pieces
 //     whose lifetimes (first write to last read, in step order) overlap never share bytes, the
@@ -34,6 +37,7 @@ enum class SlotKind : uint8_t {
   Input,       ///< copied in by Session::run, lives in the workspace
   Weight,      ///< uploaded once per Session (a param, or a constant's value)
   Activation,  ///< written by a step, lives in the workspace
+  Loaded,      ///< written once by a load step when a Session is created, held with the weights
 };
 
 /// One tensor the executable touches.
@@ -48,7 +52,8 @@ struct Slot {
 
 /// One step: op, complete attributes, operand slots and the slot it writes, and how it runs —
 /// a `transfer` is a copy the runtime makes between devices; every other step is the kernel its
-/// plan names, with `plan.scratchBytes` of scratch at `scratchOffset` in its device's workspace.
+/// plan names, with `plan.scratchBytes` of scratch at `scratchOffset` in its device's workspace
+/// (a load step's scratch is allocated by Session::create for the step alone; its offset is 0).
 struct Step {
   OpKind op = OpKind::Identity;
   Attrs attrs;
@@ -68,7 +73,7 @@ struct Workspace {
 
 struct Executable {
   /// Bumped whenever the saved form changes; load() rejects other versions.
-  static constexpr uint32_t kFormatVersion = 2;
+  static constexpr uint32_t kFormatVersion = 3;
   /// Workspace offsets are multiples of this.
   static constexpr size_t kAlignment = 64;
 
@@ -81,10 +86,16 @@ struct Executable {
   std::vector<int32_t> inputs;   ///< slot ids, in the graph's input order
   std::vector<int32_t> outputs;  ///< slot ids, in the graph's output order
   std::vector<TensorData> weights;
-  std::vector<Step> steps;
+  std::vector<Step> steps;  ///< what every run does, in order
+  /// What Session::create does once, in order, before any run: transfers and casts (and
+  /// identities) of weights, each writing a Loaded slot from Weight and Loaded slots. Never part
+  /// of a run.
+  std::vector<Step> loadSteps;
   std::vector<Workspace> workspaces;  ///< one per device that has inputs or activations
   int planTransfers = 0;              ///< transfer steps, i.e. copies between devices per run
   int64_t planTransferBytes = 0;
+  int planLoadTransfers = 0;  ///< transfer load steps: copies between devices once per Session
+  int64_t planLoadTransferBytes = 0;
 
   /// The slot id of input or output `name`, or -1.
   int32_t findInput(std::string_view name) const;
@@ -104,9 +115,11 @@ struct Executable {
   /// Checks the executable's own consistency (slot ids in range, operand devices equal to the
   /// step's device except for transfers, which change device and have no kernel plan,
   /// weights of their slots' types, workspace offsets of slots and
-  /// scratch inside the workspaces, inputs and activations written before read, the plan's
-  /// transfer counts those of the steps). load() runs it; an error says which step or slot is
-  /// wrong. Whether a plan fits its device kind's kernels is Session::create's to check.
+  /// scratch inside the workspaces, inputs and activations written before read, load steps
+  /// reading only weights and loaded slots and writing every loaded slot once, the plan's
+  /// transfer counts those of the steps and of the load steps). load() runs it; an error says which
+  /// step or slot is wrong. Whether a plan fits its device kind's kernels is Session::create's to
+  /// check.
   Status validate() const;
 };
 

@@ -1,12 +1,14 @@
-// runtime/session.cpp — device runtimes from the registry, kernels prepared and weights
-// uploaded once, a pool of workspaces with their pointer tables and streams, input checks, the
-// step loop, and the check of what crossed devices against the plan.
+// runtime/session.cpp — device runtimes from the registry, kernels prepared, weights uploaded and
+// load steps run once, a pool of workspaces with their pointer tables and streams, input checks,
+// the step loop, and the check of what crossed devices against the plan.
 #include "runtime/session.h"
 
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <span>
+#include <string_view>
 
 namespace ferry {
 
@@ -44,9 +46,11 @@ struct Session::State {
   std::vector<std::pair<DeviceKind, std::unique_ptr<DeviceRuntime>>> runtimes;
   std::vector<DeviceRuntime *> runtimeOfSlot;
   std::vector<std::unique_ptr<PreparedKernel>> kernels;  // per step; null for transfers
-  std::vector<std::byte *> weights;                      // per weight, on its slot's device
-  std::vector<Device> weightDevices;                     // that device, for the release
-  std::vector<int32_t> workspaceOfSlot;                  // index into exe.workspaces, -1 for weights
+  // Per slot: the memory of a weight or loaded slot, on the slot's device (null for the others,
+  // and once released: nothing a run reads).
+  std::vector<std::byte *> held;
+  std::vector<int32_t> workspaceOfSlot;  // index into exe.workspaces, -1 for weights and loaded
+  LoadStats loadStats;
   std::vector<size_t> argStart;  // per step: its operands' first entry in a workspace's table
 
   // A step runs on its result's device: that device's runtime and workspace.
@@ -72,8 +76,14 @@ struct Session::State {
 
   ~State() {
     for (const auto &ws : all) releaseWorkspace(*ws);
-    for (size_t w = 0; w < weights.size(); ++w)
-      if (weights[w]) runtime(weightDevices[w]).release(weightDevices[w], weights[w]);
+    for (size_t s = 0; s < held.size(); ++s) releaseHeld(s);
+  }
+
+  void releaseHeld(size_t slot) {
+    if (!held[slot]) return;
+    const Device d = exe.slots[slot].device;
+    runtime(d).release(d, held[slot]);
+    held[slot] = nullptr;
   }
 
   DeviceRuntime &runtime(Device d) const {
@@ -91,9 +101,9 @@ struct Session::State {
   }
 
   std::byte *address(const Workspace &ws, int32_t slot) const {
-    const Slot &s = exe.slots[static_cast<size_t>(slot)];
-    if (s.kind == SlotKind::Weight) return weights[static_cast<size_t>(s.weight)];
-    return ws.base[static_cast<size_t>(workspaceOfSlot[static_cast<size_t>(slot)])] + s.offset;
+    const int32_t w = workspaceOfSlot[static_cast<size_t>(slot)];
+    if (w < 0) return held[static_cast<size_t>(slot)];
+    return ws.base[static_cast<size_t>(w)] + exe.slots[static_cast<size_t>(slot)].offset;
   }
 
   Stream streamOf(const Workspace &ws, int32_t slot) const {
@@ -104,6 +114,11 @@ struct Session::State {
 
   Expected<Workspace *> acquire() const;
   Status makeTables(Workspace &ws) const;
+  Status checkOwned(const Step &step, const std::string &which,
+                    std::span<const std::byte *const> operands, const std::byte *result) const;
+  Expected<std::unique_ptr<PreparedKernel>> prepare(const Step &step, std::string_view which) const;
+  Status uploadWeights();
+  Status load();
   Status transfer(const Workspace &ws, const Step &step) const;
   Status synchronize(const Workspace &ws) const {
     for (size_t i = 0; i < ws.streams.size(); ++i)
@@ -161,24 +176,30 @@ Status Session::State::makeTables(Workspace &ws) const {
                         ? nullptr
                         : ws.base[workspaceOf(step)] + step.scratchOffset;
     if (!options.checkPlan || step.op == OpKind::Transfer) continue;
-    const Slot &result = exe.slots[static_cast<size_t>(step.result)];
-    DeviceRuntime &rt = runtimeOf(step);
-    auto notOwned = [&](const std::string &what) {
-      return makeError("internal",
-                       "step " + std::to_string(i) + " ('" + std::string(opInfo(step.op).name) +
-                           "' %" + result.name + ") runs on " + result.device.str() + " but " +
-                           what + " is not in " + result.device.str() +
-                           "'s memory: a transfer is missing",
-                       step.loc);
-    };
-    if (!rt.owns(result.device, ws.results[i], result.type.byteSize()))
-      return notOwned("its result");
-    for (size_t o = 0; o < step.operands.size(); ++o) {
-      const Slot &s = exe.slots[static_cast<size_t>(step.operands[o])];
-      if (s.device != result.device ||
-          !rt.owns(result.device, ws.operands[argStart[i] + o], s.type.byteSize()))
-        return notOwned("operand " + std::to_string(o) + " %" + s.name);
-    }
+    FERRY_TRY(checkOwned(step, "step " + std::to_string(i),
+                         {ws.operands.data() + argStart[i], step.operands.size()}, ws.results[i]));
+  }
+  return Status();
+}
+
+// Whether a step's result and operands lie in its device's memory (`which` names the step).
+Status Session::State::checkOwned(const Step &step, const std::string &which,
+                                  std::span<const std::byte *const> operands,
+                                  const std::byte *result) const {
+  const Slot &r = exe.slots[static_cast<size_t>(step.result)];
+  DeviceRuntime &rt = runtimeOf(step);
+  auto notOwned = [&](const std::string &what) {
+    return makeError("internal",
+                     which + " ('" + std::string(opInfo(step.op).name) + "' %" + r.name +
+                         ") runs on " + r.device.str() + " but " + what + " is not in " +
+                         r.device.str() + "'s memory: a transfer is missing",
+                     step.loc);
+  };
+  if (!rt.owns(r.device, result, r.type.byteSize())) return notOwned("its result");
+  for (size_t o = 0; o < step.operands.size(); ++o) {
+    const Slot &s = exe.slots[static_cast<size_t>(step.operands[o])];
+    if (s.device != r.device || !rt.owns(r.device, operands[o], s.type.byteSize()))
+      return notOwned("operand " + std::to_string(o) + " %" + s.name);
   }
   return Status();
 }
@@ -247,6 +268,7 @@ Session &Session::operator=(Session &&) noexcept = default;
 Session::~Session() = default;
 
 const Executable &Session::executable() const { return state_->exe; }
+const LoadStats &Session::loadStats() const { return state_->loadStats; }
 size_t Session::weightBytes() const { return state_->weightBytes; }
 size_t Session::workspaceBytes() const { return state_->workspaceBytes; }
 
@@ -290,64 +312,143 @@ Expected<Session> Session::create(Executable exe, Options options) {
   st->options = std::move(options);
   st->moveInputs = st->options.moveInputs.value_or(exe.placement == PlacementPolicy::Auto);
 
-  st->workspaceOfSlot.assign(exe.slots.size(), -1);
-  for (size_t s = 0; s < exe.slots.size(); ++s) {
-    st->runtimeOfSlot.push_back(&st->runtime(exe.slots[s].device));
-    if (exe.slots[s].kind == SlotKind::Weight) continue;
-    for (size_t w = 0; w < exe.workspaces.size(); ++w)
-      if (exe.workspaces[w].device == exe.slots[s].device)
+  st->exe = std::move(exe);
+  const Executable &plan = st->exe;
+  st->workspaceOfSlot.assign(plan.slots.size(), -1);
+  for (size_t s = 0; s < plan.slots.size(); ++s) {
+    st->runtimeOfSlot.push_back(&st->runtime(plan.slots[s].device));
+    if (plan.slots[s].kind != SlotKind::Input && plan.slots[s].kind != SlotKind::Activation)
+      continue;
+    for (size_t w = 0; w < plan.workspaces.size(); ++w)
+      if (plan.workspaces[w].device == plan.slots[s].device)
         st->workspaceOfSlot[s] = static_cast<int32_t>(w);
   }
-  for (const Workspace &w : exe.workspaces) st->workspaceBytes += w.bytes;
+  for (const Workspace &w : plan.workspaces) st->workspaceBytes += w.bytes;
 
   // Kernels: each step's plan prepared once by its device's runtime.
-  std::vector<TensorType> types;
   size_t args = 0;
-  for (const Step &step : exe.steps) {
-    const Slot &result = exe.slots[static_cast<size_t>(step.result)];
+  for (const Step &step : plan.steps) {
     st->argStart.push_back(args);
     args += step.operands.size();
     if (step.op == OpKind::Transfer) {
       st->kernels.emplace_back();
       continue;
     }
-    if (step.plan.kernel.empty())
-      return makeError("device",
-                       "step '" + std::string(opInfo(step.op).name) + "' %" + result.name + " on " +
-                           result.device.str() +
-                           " has no kernel: the executable was compiled by a build without a " +
-                           (result.device.isHost() ? std::string("cpu") : std::string("cuda")) + " target",
-                       step.loc);
-    types.clear();
-    for (int32_t o : step.operands) types.push_back(exe.slots[static_cast<size_t>(o)].type);
-    Expected<std::unique_ptr<PreparedKernel>> kernel = st->runtimeOf(step).prepare(
-        step.plan,
-        StepSpec{opInfo(step.op), step.attrs, types, result.type, result.device, step.loc});
+    Expected<std::unique_ptr<PreparedKernel>> kernel = st->prepare(step, "step");
     if (!kernel) return kernel.status();
     st->kernels.push_back(std::move(*kernel));
   }
   st->argStart.push_back(args);
 
-  // Weights: uploaded once from host memory, like model.to(device).
-  st->exe = std::move(exe);
-  st->weights.assign(st->exe.weights.size(), nullptr);
-  st->weightDevices.assign(st->exe.weights.size(), Device::cpu());
-  for (size_t slot = 0; slot < st->exe.slots.size(); ++slot) {
-    const Slot &s = st->exe.slots[slot];
-    if (s.kind != SlotKind::Weight) continue;
-    const TensorData &data = st->exe.weights[static_cast<size_t>(s.weight)];
-    std::byte *&dst = st->weights[static_cast<size_t>(s.weight)];
-    if (dst) continue;  // two slots never share a weight, but be safe
-    DeviceRuntime &runtime = *st->runtimeOfSlot[slot];
-    Expected<std::byte *> p = runtime.allocate(s.device, data.byteSize());
-    if (!p) return p.status();
-    dst = *p;
-    st->weightDevices[static_cast<size_t>(s.weight)] = s.device;
-    FERRY_TRY(runtime.upload(data.bytes().data(), s.device, dst, data.byteSize(),
-                             Stream{nullptr, s.device}));
-    st->weightBytes += data.byteSize();
-  }
+  st->held.assign(plan.slots.size(), nullptr);
+  FERRY_TRY(st->uploadWeights());
+  FERRY_TRY(st->load());
   return Session(std::move(st));
+}
+
+Expected<std::unique_ptr<PreparedKernel>> Session::State::prepare(const Step &step,
+                                                                  std::string_view which) const {
+  const Slot &result = exe.slots[static_cast<size_t>(step.result)];
+  if (step.plan.kernel.empty())
+    return makeError("device",
+                     std::string(which) + " '" + std::string(opInfo(step.op).name) + "' %" +
+                         result.name + " on " + result.device.str() +
+                         " has no kernel: the executable was compiled by a build without a " +
+                         (result.device.isHost() ? std::string("cpu") : std::string("cuda")) +
+                         " target",
+                     step.loc);
+  std::vector<TensorType> types;
+  for (int32_t o : step.operands) types.push_back(exe.slots[static_cast<size_t>(o)].type);
+  return runtimeOf(step).prepare(step.plan, StepSpec{opInfo(step.op), step.attrs, types,
+                                                     result.type, result.device, step.loc});
+}
+
+// Weights: uploaded once from host memory, like model.to(device).
+Status Session::State::uploadWeights() {
+  for (size_t slot = 0; slot < exe.slots.size(); ++slot) {
+    const Slot &s = exe.slots[slot];
+    if (s.kind != SlotKind::Weight) continue;
+    const TensorData &data = exe.weights[static_cast<size_t>(s.weight)];
+    DeviceRuntime &rt = *runtimeOfSlot[slot];
+    Expected<std::byte *> p = rt.allocate(s.device, data.byteSize());
+    if (!p) return p.status();
+    held[slot] = *p;
+    FERRY_TRY(rt.upload(data.bytes().data(), s.device, held[slot], data.byteSize(),
+                        Stream{nullptr, s.device}));
+  }
+  return Status();
+}
+
+// Load steps, once, in order, on each device's null stream: a transfer is a copy (counted, as a
+// run counts its own), any other step its kernel, prepared for this one launch, with scratch of
+// its own. Then every device is synchronized, so that no run starts before the loading is done;
+// the copies are checked against the plan (checkPlan); and a weight or loaded slot that no run
+// reads is released (a weight pinned to one device and used only on another keeps one copy).
+Status Session::State::load() {
+  const Clock::time_point start = Clock::now();
+  for (size_t slot = 0; slot < exe.slots.size(); ++slot) {
+    const Slot &s = exe.slots[slot];
+    if (s.kind != SlotKind::Loaded) continue;
+    Expected<std::byte *> p = runtimeOfSlot[slot]->allocate(s.device, s.type.byteSize());
+    if (!p) return p.status();
+    held[slot] = *p;
+  }
+  const Workspace none;  // load steps read and write held slots only
+  std::vector<const std::byte *> operands;
+  for (size_t i = 0; i < exe.loadSteps.size(); ++i) {
+    const Step &step = exe.loadSteps[i];
+    ++loadStats.steps;
+    if (step.op == OpKind::Transfer) {
+      FERRY_TRY(transfer(none, step));
+      ++loadStats.transfers;
+      loadStats.transferBytes +=
+          static_cast<int64_t>(exe.slots[static_cast<size_t>(step.result)].type.byteSize());
+      continue;
+    }
+    Expected<std::unique_ptr<PreparedKernel>> kernel = prepare(step, "load step");
+    if (!kernel) return kernel.status();
+    operands.clear();
+    for (int32_t o : step.operands) operands.push_back(address(none, o));
+    std::byte *result = address(none, step.result);
+    if (options.checkPlan)
+      FERRY_TRY(checkOwned(step, "load step " + std::to_string(i), operands, result));
+    const Device d = exe.slots[static_cast<size_t>(step.result)].device;
+    DeviceRuntime &rt = runtimeOf(step);
+    std::byte *scratch = nullptr;
+    if (step.plan.scratchBytes > 0) {
+      Expected<std::byte *> p = rt.allocate(d, step.plan.scratchBytes);
+      if (!p) return p.status();
+      scratch = *p;
+    }
+    const Stream stream{nullptr, d};
+    Status s = rt.launch(**kernel, KernelArgs{operands, result, scratch}, stream);
+    if (s.ok()) s = rt.synchronize(stream);  // the scratch is free once the kernel is done
+    if (scratch) rt.release(d, scratch);
+    FERRY_TRY(s);
+  }
+  for (Device d : exe.devices) FERRY_TRY(runtime(d).synchronize(Stream{nullptr, d}));
+  loadStats.seconds = secondsSince(start);
+  if (options.checkPlan && (loadStats.transfers != exe.planLoadTransfers ||
+                            loadStats.transferBytes != exe.planLoadTransferBytes))
+    return makeError("internal",
+                     "loading '" + exe.name + "': the session copied " +
+                         std::to_string(loadStats.transfers) + " tensors between devices (" +
+                         std::to_string(loadStats.transferBytes) + " bytes), but the plan has " +
+                         std::to_string(exe.planLoadTransfers) + " load-time transfers (" +
+                         std::to_string(exe.planLoadTransferBytes) + " bytes)");
+
+  std::vector<uint8_t> read(exe.slots.size(), 0);
+  for (const Step &step : exe.steps)
+    for (int32_t o : step.operands) read[static_cast<size_t>(o)] = 1;
+  for (int32_t o : exe.outputs) read[static_cast<size_t>(o)] = 1;
+  for (size_t slot = 0; slot < exe.slots.size(); ++slot) {
+    if (!held[slot]) continue;
+    if (!read[slot])
+      releaseHeld(slot);
+    else
+      weightBytes += exe.slots[slot].type.byteSize();
+  }
+  return Status();
 }
 
 Status Session::State::checkInputs(const std::vector<NamedTensor> &given,

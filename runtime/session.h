@@ -1,12 +1,17 @@
 // runtime/session.h — what an app embeds: an Executable with its weights on their devices,
 // run as many times as wanted, from as many threads as wanted.
 //
-//   Expected<Session> s = Session::create(std::move(exe));   // uploads the weights once
+//   Expected<Session> s = Session::create(std::move(exe));   // uploads and moves the weights once
 //   Expected<RunResult> r = s->run({{"x", x}});               // checks inputs, runs, returns
 //
 // Inputs are checked before anything runs: every declared input given once, by name, with its
 // shape and dtype, on the device the plan wants it (or moved there, when moveInputs is on,
 // and counted). Each error says which input and what was expected against what came.
+//
+// Load time: create() uploads the weights, then runs the executable's load steps once — the
+// transfers and casts of weights (a weight's copy on another device, or in another dtype) —
+// counting their copies apart from any run's (loadStats()); with `checkPlan` the count must equal
+// the plan's load-time transfers. A weight that only load steps read is released afterwards.
 //
 // Memory: weights live in per-device allocations made once; every run in flight takes a
 // workspace (one allocation per device, laid out by the executable's memory plan, activations
@@ -46,6 +51,15 @@ struct NamedTensor {
   Tensor tensor;
 };
 
+/// What Session::create did once, before any run: the executable's load steps (transfers and
+/// casts of weights). A run never repeats them, and RunStats never counts them.
+struct LoadStats {
+  int steps = 0;      ///< load steps run
+  int transfers = 0;  ///< copies between devices among them, counted where they were issued
+  int64_t transferBytes = 0;
+  double seconds = 0;  ///< the load steps, first to last, devices synchronized
+};
+
 /// What one run did.
 struct RunStats {
   double seconds = 0;  ///< the whole run, input checks to outputs
@@ -61,7 +75,7 @@ struct RunStats {
   double inputCopyStart = 0;
   double inputCopySeconds = 0;
   /// Copies between devices, as the session counted them where it issued them: the plan's
-  /// transfers and the input moves.
+  /// transfers and the input moves (never the load-time copies: Session::loadStats()).
   int transfers = 0;
   int64_t transferBytes = 0;
   int inputMoves = 0;  ///< inputs moved to their planned device (moveInputs)
@@ -104,9 +118,10 @@ class Session {
     bool profile = false;
   };
 
-  /// Makes the device runtimes for the executable's devices, prepares every step's kernel and
-  /// uploads the weights. An executable that fails validate(), needs a device this build has no
-  /// runtime for, or has a kernel plan its runtime cannot prepare, is an error.
+  /// Makes the device runtimes for the executable's devices, prepares every step's kernel,
+  /// uploads the weights and runs the load steps. An executable that fails validate(), needs a
+  /// device this build has no runtime for, or has a kernel plan its runtime cannot prepare, is an
+  /// error.
   static Expected<Session> create(Executable exe, Options options);
   static Expected<Session> create(Executable exe) { return create(std::move(exe), Options{}); }
 
@@ -121,7 +136,10 @@ class Session {
   }
 
   const Executable &executable() const;
-  /// Bytes of device memory the weights take, and that one workspace takes (all devices).
+  /// What create() did once: the load steps and the copies they made.
+  const LoadStats &loadStats() const;
+  /// Bytes of device memory the weights take (their load-time copies included, weights only
+  /// load steps read released), and that one workspace takes (all devices).
   size_t weightBytes() const;
   size_t workspaceBytes() const;
 

@@ -218,7 +218,8 @@ Expected<std::vector<TensorData>> run(const Graph &graph,
     if (!r) {
       std::vector<Diagnostic> diags = std::move(r).takeStatus().takeDiagnostics();
       for (Diagnostic &d : diags)
-        d.note("while evaluating %" + result.name + " = " + std::string(node.info().name));
+        d.detail("while evaluating %" + result.name + " = " + std::string(node.info().name),
+                 node.loc);
       return Status(std::move(diags));
     }
     FERRY_CHECK(r->type() == result.type)

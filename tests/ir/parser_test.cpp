@@ -11,6 +11,7 @@
 #include "ir/npy.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "ir/verifier.h"
 
 namespace ferry {
 namespace {
@@ -67,6 +68,42 @@ TEST(Parser, TypeMismatchNamesBothTypes) {
   EXPECT_EQ(errs[0].message, "declared f16[2,3] but 'relu' gives f32[2,3]");
   EXPECT_EQ(errs[0].loc.line, 3);
   EXPECT_EQ(errs[0].loc.col, 8);
+}
+
+// For compile(), a node's type error is left to verify (which reports it beside the rest of the
+// model's problems) when the node can still be typed.
+TEST(Parser, DeferredTypeErrorsKeepTheNodeTypedAsItWouldBeOnceFixed) {
+  const ParseOptions defer{.deferTypeErrors = true};
+  const std::string text = R"(graph g {
+  input %t : f32[10,4]
+  input %ids : f32[3]
+  %e = gather(%t, %ids)
+  %h : f16[3,4] = relu(%e)
+  %s : f32[3] = add(%e, %t)
+  output %h, %s
+})";
+  // Without the option the gather's mistake is a parse error, as always (its readers are silent).
+  EXPECT_EQ(parseErrors(text).size(), 1u);
+  Graph g = parseOk(text, "t.fy", defer);
+  // The gather as it gives once its indices are integers; the others as written.
+  EXPECT_EQ(g.value(*g.findValue("e")).type, (TensorType{DType::F32, {3, 4}}));
+  EXPECT_EQ(g.value(*g.findValue("h")).type, (TensorType{DType::F16, {3, 4}}));
+  EXPECT_EQ(g.value(*g.findValue("s")).type, (TensorType{DType::F32, {3}}));
+  const Verification v = verifyGraph(g);
+  EXPECT_FALSE(v.structural);
+  ASSERT_EQ(v.typeErrors.size(), 3u) << renderText(v.diagnostics);
+  EXPECT_TRUE(v.typeErrors[0].typeHolds);   // the gather's result is what it gives once fixed
+  EXPECT_FALSE(v.typeErrors[1].typeHolds);  // a written type the op does not give
+  EXPECT_FALSE(v.typeErrors[2].typeHolds);  // a shape error
+  EXPECT_EQ(v.diagnostics[0].message,
+            "operand 1 (indices) of 'gather' must be i32 or i64, got f32[3]");
+  EXPECT_EQ(v.diagnostics[0].loc.str(), "t.fy:4:3");
+  // A node with no type to give it (none written, none inferred) is still a parse error.
+  auto errs =
+      parseErrors(wrap("  %c = add(%x, %x, %x)\n  %d = matmul(%x, %x)\n  output %c, %d"), defer);
+  ASSERT_EQ(errs.size(), 2u);
+  EXPECT_EQ(errs[0].code, "arity");
+  EXPECT_EQ(errs[1].code, "shape");
 }
 
 TEST(Parser, ParamInitializers) {

@@ -45,6 +45,26 @@ TEST(Verifier, RejectsAResultTypeTheOpDoesNotGive) {
   EXPECT_EQ(s.diagnostics()[0].loc, (Location{"t.fy", 3, 3}));
 }
 
+// A wrong type is one mistake: a node that reads it is not checked (it would repeat it), and the
+// mistake is a type error of that node, not a broken graph.
+TEST(Verifier, AWrongTypeIsReportedOnceAndClassifiedAsItsNodes) {
+  Graph g = smallGraph();
+  const ValueId y = g.node(0).result;
+  g.addNode({OpKind::Neg, {y}, noAttrs(OpKind::Neg), {}, {}, {"t.fy", 4, 3}}, "z",
+            {DType::F32, {2, 3}});
+  g.value(y).type = {DType::F16, {2, 3}};
+  const Verification v = verifyGraph(g);
+  ASSERT_EQ(v.diagnostics.size(), 1u) << renderText(v.diagnostics);
+  EXPECT_EQ(v.diagnostics[0].code, "type");
+  EXPECT_FALSE(v.structural);
+  ASSERT_EQ(v.typeErrors.size(), 1u);
+  EXPECT_EQ(v.typeErrors[0].node, 0);
+  EXPECT_FALSE(v.typeErrors[0].typeHolds);
+  // A value used before its definition breaks the graph as a whole.
+  g.setOperand(0, 0, *g.findValue("z"));
+  EXPECT_TRUE(verifyGraph(g).structural);
+}
+
 TEST(Verifier, ReportsEveryValueWhoseNameAnEarlierValueHas) {
   Graph g = smallGraph();
   ValueId z = g.addInput("z", {DType::F32, {2, 3}}, Device::cpu(), {});

@@ -88,14 +88,64 @@ TEST(Compile, StopsAfterTheRequestedPass) {
   EXPECT_EQ(full.lastPass, "budget");
 }
 
-TEST(Compile, AnInvalidGraphStopsInVerify) {
-  Graph g = parseOk("graph g {\n input %x : f32[2]\n %y = relu(%x)\n output %y\n}\n");
-  g.value(*g.findValue("y")).type = {DType::F16, {2}};  // a graph broken after parsing
+TEST(Compile, AGraphBrokenAsAWholeStopsInVerify) {
+  Graph g =
+      parseOk("graph g {\n input %x : f32[2]\n %y = relu(%x)\n %z = neg(%y)\n output %z\n}\n");
+  g.setOperand(g.producer(*g.findValue("y"))->id, 0, *g.findValue("z"));  // read before defined
   CompileResult r = compile(std::move(g), {});
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.lastPass, "verify");
-  EXPECT_NE(allMessages(r.diagnostics).find("%y is typed f16[2] but 'relu' gives f32[2]"),
-            std::string::npos);
+  EXPECT_NE(allMessages(r.diagnostics).find("%z is used before it is defined"), std::string::npos)
+      << allMessages(r.diagnostics);
+}
+
+// A node typed other than its op gives is one node's mistake: reported once (its readers are not
+// judged by its type), and placement and dtype still judge the rest of the model.
+TEST(Compile, AWrongTypeIsOneNodesMistakeAndTheRestIsStillJudged) {
+  Graph g = parseOk(R"(graph g {
+  input %x : f32[2,4]
+  param %w : f16[3,4] = ones
+  param %v : f32[3,4] @cpu:1 = ones
+  %y = relu(%x)
+  %l = linear(%y, %w)
+  %k = linear(%x, %v)
+  output %l, %k
+}
+)");
+  g.value(*g.findValue("y")).type = {DType::F16, {2, 4}};  // a graph broken after parsing
+  CompileOptions o;
+  o.devices = {Device::cpu(), Device::cpu(1)};
+  CompileResult r = compile(std::move(g), o);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.lastPass, "dtype");
+  const std::string all = allMessages(r.diagnostics);
+  ASSERT_EQ(r.diagnostics.size(), 2u) << all;
+  EXPECT_NE(all.find("%y is typed f16[2,4] but 'relu' gives f32[2,4]"), std::string::npos) << all;
+  EXPECT_EQ(r.diagnostics[1].code, "device") << all;  // %k: x on cpu, v pinned to cpu:1
+  // %l (f16 %y x f16 %w) is not judged by %y's wrong type: no dtype error.
+}
+
+TEST(Compile, StopAfterStopsAtThatPassEvenWithErrors) {
+  const char *text = R"(graph g {
+  input %x : f32[2,4]
+  param %w : f16[3,4] @cpu:1 = ones
+  %l = linear(%x, %w)
+  output %l
+}
+)";
+  CompileOptions o;
+  o.devices = {Device::cpu(), Device::cpu(1)};
+  o.stopAfter = "placement";
+  CompileResult placed = compile(parseOk(text), o);
+  EXPECT_EQ(placed.lastPass, "placement");
+  ASSERT_EQ(placed.diagnostics.size(), 1u);
+  EXPECT_EQ(placed.diagnostics[0].code, "device");
+  o.stopAfter.clear();
+  CompileResult all = compile(parseOk(text), o);
+  EXPECT_EQ(all.lastPass, "dtype");
+  ASSERT_EQ(all.diagnostics.size(), 2u) << allMessages(all.diagnostics);
+  EXPECT_EQ(all.diagnostics[1].code, "dtype");
+  EXPECT_EQ(all.stats.passSeconds.size(), 3u);  // simplify and budget never ran
 }
 
 TEST(CostModel, ComputeIsBoundByTheSlowerOfFlopsAndBytesPlusLaunch) {

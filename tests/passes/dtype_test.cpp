@@ -183,11 +183,15 @@ TEST(DTypeStory4, StrictRejectsWithEveryOperandItsOriginAndAFix) {
   EXPECT_EQ(r.text(),
             "t.fy:4:3: error: 'linear' (%h) input type f32 and weight type f16 should be the same "
             "[dtype]\n"
-            "  operand 0 (input) %x f32[2,4] @cpu: input declared at t.fy:2:9\n"
-            "  operand 1 (weight) %w f16[3,4] @cpu: param declared at t.fy:3:9\n"
+            "  operand 0 (input)  %x f32[2,4] @cpu  input 'x', declared f32 at t.fy:2:9\n"
+            "  operand 1 (weight) %w f16[3,4] @cpu  param 'w', declared f16 at t.fy:3:9\n"
             "  fix: cast %w to f32: cast(%w, to=f32)\n"
             "  fix: or compile with dtype=promote\n");
   EXPECT_EQ(r.stats.castsInserted, 0);
+  // Every note carries the location it talks about: the operand's definition.
+  ASSERT_EQ(r.diagnostics[0].notes.size(), 2u);
+  EXPECT_EQ(r.diagnostics[0].notes[0].loc.str(), "t.fy:2:9");
+  EXPECT_EQ(r.diagnostics[0].notes[1].loc.str(), "t.fy:3:9");
 }
 
 TEST(DTypeStory4, PromoteInsertsExactlyOneCastOfTheWeight) {
@@ -331,7 +335,8 @@ TEST(DTypeStrict, ReportsEveryMismatchOnceWithoutCascades) {
             "'linear' (%h3) weight type f16 and bias type f32 should be the same");
   EXPECT_EQ(r.diagnostics[2].message, "'matmul' (%m) a type f32 and b type f16 should be the same");
   EXPECT_NE(
-      r.text().find("  operand 0 (input) %h1 f32[2,4] @cpu: result of 'linear' at t.fy:7:3\n"),
+      r.text().find("  operand 0 (input)  %h1 f32[2,4] @cpu  'linear' at t.fy:7:3: promote: f32 + "
+                    "f16 -> f32\n"),
       std::string::npos)
       << r.text();
   EXPECT_NE(r.text().find("  fix: cast %y to f32: cast(%y, to=f32)\n"), std::string::npos);

@@ -127,8 +127,9 @@ RandomCase randomCase(uint64_t seed, std::vector<Device> devices, int maxFree) {
 }
 
 // The cost model's estimate of `g` with its values on `dev`: every node's compute (a constant's
-// is nothing) and one transfer per value and other device that reads it. Written from the
-// objective's definition, not from the pass.
+// is nothing) and one transfer per value and other device that reads it, except a weight's (a
+// param's or a constant's), which is copied once at load and costs nothing per run. Written from
+// the objective's definition, not from the pass.
 double estimate(const Graph &g, const CompileOptions &o, const std::vector<Device> &dev) {
   double e = 0;
   std::vector<TensorType> types;
@@ -143,6 +144,10 @@ double estimate(const Graph &g, const CompileOptions &o, const std::vector<Devic
   }
   std::vector<std::vector<NodeId>> users = g.users();
   for (ValueId v = 0; v < static_cast<ValueId>(g.valueCount()); ++v) {
+    const Value &val = g.value(v);
+    if (val.kind == ValueKind::Param ||
+        (val.kind == ValueKind::Result && g.producer(v)->op == OpKind::Constant))
+      continue;
     std::vector<Device> to;
     for (NodeId u : users[v]) to.push_back(dev[g.node(u).result]);
     for (const OutputDecl &out : g.outputs())

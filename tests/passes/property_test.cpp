@@ -17,6 +17,9 @@
 //                  of well-conditioned ops with small values, where that bound holds)
 //   4. dumps       (every 8th seed) the compiled graph prints, reads back as itself and
 //                  recompiles to the same statements; compile() leaves the original's data alone
+//   5. load time   the statistics count transfers of weights (params pinned elsewhere, constants,
+//                  their copies and casts) apart, as done once at load, and only those: checked
+//                  against the graph by the test's own reading of DESIGN.md
 // The seeds are split into shards, one ctest each, so that `ctest -j2` runs them side by side.
 #include <gtest/gtest.h>
 
@@ -200,6 +203,44 @@ std::vector<std::string> brokenInvariants(const Graph &original, const Graph &g)
   return broken;
 }
 
+// ---- load time ---------------------------------------------------------------------------------
+
+// "Weights move once" (DESIGN.md), written from the text: a transfer or cast whose operand is a
+// compile-time constant — a param, a constant, or what such a transfer or cast (or an identity,
+// which simplify leaves to carry an output's name) makes of one — runs once, at load. Returns a
+// line per statistic that disagrees with the graph.
+std::vector<std::string> loadTimeMismatches(const Graph &g, const CompileStats &st) {
+  std::set<ValueId> constant;
+  for (const ParamDecl &p : g.params()) constant.insert(p.value);
+  int runTransfers = 0, loadTransfers = 0, loadCasts = 0;
+  int64_t runBytes = 0, loadBytes = 0;
+  for (NodeId id : g.order()) {
+    const Node &n = g.node(id);
+    const auto bytes = static_cast<int64_t>(g.value(n.result).type.byteSize());
+    const bool ofConstant = n.operands.size() == 1 && constant.count(n.operands[0]) > 0;
+    const bool moves = n.op == OpKind::Transfer || n.op == OpKind::Cast || n.op == OpKind::Identity;
+    if (n.op == OpKind::Constant || (moves && ofConstant)) constant.insert(n.result);
+    if (n.op == OpKind::Transfer && ofConstant) ++loadTransfers, loadBytes += bytes;
+    if (n.op == OpKind::Transfer && !ofConstant) ++runTransfers, runBytes += bytes;
+    if (n.op == OpKind::Cast && ofConstant) ++loadCasts;
+  }
+  std::vector<std::string> out;
+  auto expect = [&](const char *what, int64_t got, int64_t want) {
+    if (got != want)
+      out.push_back(std::string(what) + ": the statistics say " + std::to_string(got) +
+                    ", the graph has " + std::to_string(want));
+  };
+  expect("transfers per run", st.transfers, runTransfers);
+  expect("bytes per run", st.transferBytes, runBytes);
+  expect("transfers at load", st.loadTransfers, loadTransfers);
+  expect("bytes at load", st.loadTransferBytes, loadBytes);
+  expect("casts at load", st.loadCasts, loadCasts);
+  int64_t directions = 0;
+  for (TransferDirection d : kTransferDirections) directions += st.bytesOf(d);
+  expect("per-run bytes over the directions", directions, runBytes);
+  return out;
+}
+
 bool hasCode(const CompileResult &r, std::string_view code) {
   return std::any_of(r.diagnostics.begin(), r.diagnostics.end(), [&](const Diagnostic &d) {
     return d.severity == Severity::Error && d.code == code;
@@ -211,6 +252,7 @@ bool hasCode(const CompileResult &r, std::string_view code) {
 struct Tally {
   int graphs = 0, compiled = 0, deviceRejections = 0, dtypeRejections = 0;
   int oracleConflicts = 0, withTransfers = 0, withCasts = 0, exactChecks = 0;
+  int withLoadTransfers = 0;  // under auto: weights moved once, at load
   int toleranceChecks = 0, withLiterals = 0;
   std::map<std::string, int> otherRejections;  // by diagnostic code
 };
@@ -294,6 +336,7 @@ TEST_P(Property, RandomGraphsCompileSoundly) {
       ++tally.compiled;
 
       std::vector<std::string> broken = brokenInvariants(g, r.graph);
+      for (std::string &m : loadTimeMismatches(r.graph, r.stats)) broken.push_back(std::move(m));
       if (!broken.empty()) {
         std::string all;
         for (const std::string &b : broken) all += "  " + b + "\n";
@@ -302,6 +345,8 @@ TEST_P(Property, RandomGraphsCompileSoundly) {
         continue;
       }
       tally.withTransfers += r.stats.transfers > 0;
+      tally.withLoadTransfers +=
+          policy.placement == PlacementPolicy::Auto && r.stats.loadTransfers > 0;
       tally.withCasts += r.stats.castsInserted > 0;
       if (seed % 8 == 0) {
         // A compiled dump reads back as itself: devices, inserted marks and all. (Statements
@@ -370,16 +415,18 @@ TEST_P(Property, RandomGraphsCompileSoundly) {
   std::string other;
   for (const auto &[code, n] : tally.otherRejections) other += " " + code + "=" + std::to_string(n);
   std::printf("shard %d: %d graphs, %d compiles ok, rejected: %d device, %d dtype, other:%s; "
-              "oracle conflicts %d; with transfers %d, with casts %d; values checked exactly %d, "
-              "within tolerance %d; with literals %d\n",
+              "oracle conflicts %d; with transfers %d (auto, at load: %d), with casts %d; values "
+              "checked exactly %d, within tolerance %d; with literals %d\n",
               shard, tally.graphs, tally.compiled, tally.deviceRejections, tally.dtypeRejections,
               other.empty() ? " none" : other.c_str(), tally.oracleConflicts, tally.withTransfers,
-              tally.withCasts, tally.exactChecks, tally.toleranceChecks, tally.withLiterals);
+              tally.withLoadTransfers, tally.withCasts, tally.exactChecks, tally.toleranceChecks,
+              tally.withLiterals);
   // Every shard exercises each outcome, so that a generator change cannot hollow the test out.
   EXPECT_EQ(tally.graphs, kGraphs / kShards);
   EXPECT_GT(tally.oracleConflicts, tally.graphs / 20);
   EXPECT_LT(tally.oracleConflicts, tally.graphs * 19 / 20);
   EXPECT_GT(tally.withTransfers, tally.graphs / 20);
+  EXPECT_GT(tally.withLoadTransfers, tally.graphs / 20);
   EXPECT_GT(tally.withCasts, tally.graphs / 20);
   EXPECT_GT(tally.exactChecks, tally.graphs / 4);
   EXPECT_GT(tally.toleranceChecks, tally.graphs / 4);

@@ -569,7 +569,7 @@ TEST(SimplifyJoint, ACastRoundTripAcrossATransferIsRemoved) {
 
 TEST(SimplifyJoint, AWeightSentToTheDeviceIsCastOnTheHostAtCompileTime) {
   // A weight pinned to the host and computed with in f16 on the device: the cast moves before
-  // the copy and folds, so each run copies half the bytes and casts nothing.
+  // the copy and folds, so the copy (made once, at load) moves half the bytes and nothing casts.
   Graph g = placed(R"(graph g {
   input %x : f16[4,8] @cuda:0
   param %w : f32[16,8] @cpu = randn(seed=3)
@@ -588,11 +588,12 @@ TEST(SimplifyJoint, AWeightSentToTheDeviceIsCastOnTheHostAtCompileTime) {
 }
 )"));
   EXPECT_EQ(s.castsFolded, 1);
-  EXPECT_EQ(described(g).bytesOf(TransferDirection::H2D), 16 * 8 * 2);
+  EXPECT_EQ(described(g).loadTransferBytes, 16 * 8 * 2);
+  EXPECT_EQ(described(g).bytesOf(TransferDirection::H2D), 0);  // a weight's copy: not per run
   EXPECT_EQ(described(g).casts, 0);
 
   // The other way: an f16 weight computed with in f32 on the device is sent as f16 and widened
-  // there, rather than folded to f32 and sent at twice the bytes.
+  // there, rather than folded to f32 and sent at twice the bytes (both at load).
   Graph h = placed(R"(graph g {
   input %x : f32[4,8] @cuda:0
   param %w : f16[16,8] @cpu = randn(seed=3)
@@ -613,7 +614,8 @@ TEST(SimplifyJoint, AWeightSentToTheDeviceIsCastOnTheHostAtCompileTime) {
 )"));
   EXPECT_EQ(u.castsFolded, 0);
   EXPECT_EQ(u.castsRemoved, 0);
-  EXPECT_EQ(described(h).bytesOf(TransferDirection::H2D), 16 * 8 * 2);
+  EXPECT_EQ(described(h).loadTransferBytes, 16 * 8 * 2);
+  EXPECT_EQ(described(h).loadCasts, 1);  // the widening runs once, at load, too
 }
 
 // --- 4. Merging, 5. dead code --------------------------------------------------------------------

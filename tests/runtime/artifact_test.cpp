@@ -11,6 +11,7 @@
 #include <fstream>
 #include <new>
 #include <set>
+#include <tuple>
 
 #include "common/scratch.h"
 #include "ir/parser.h"
@@ -167,19 +168,25 @@ void expectSame(const Executable &a, const Executable &b) {
   }
   EXPECT_EQ(a.inputs, b.inputs);
   EXPECT_EQ(a.outputs, b.outputs);
-  ASSERT_EQ(a.steps.size(), b.steps.size());
-  for (size_t i = 0; i < a.steps.size(); ++i) {
-    const Step &x = a.steps[i], &y = b.steps[i];
-    EXPECT_EQ(x.op, y.op) << "step " << i;
-    ASSERT_EQ(x.attrs.size(), y.attrs.size()) << "step " << i;
-    for (size_t k = 0; k < x.attrs.size(); ++k)
-      EXPECT_TRUE(sameAttr(x.attrs[k], y.attrs[k]))
-          << "step " << i << " attribute " << k << ": " << attrValueStr(x.attrs[k]) << " vs "
-          << attrValueStr(y.attrs[k]);
-    EXPECT_EQ(x.operands, y.operands) << "step " << i;
-    EXPECT_EQ(x.result, y.result) << "step " << i;
-    EXPECT_EQ(x.loc, y.loc) << "step " << i << ": " << x.loc.str() << " vs " << y.loc.str();
-    EXPECT_EQ(x.inserted, y.inserted) << "step " << i;
+  for (auto [xs, ys, what] : {std::tuple{&a.steps, &b.steps, "step "},
+                              std::tuple{&a.loadSteps, &b.loadSteps, "load step "}}) {
+    ASSERT_EQ(xs->size(), ys->size()) << what;
+    for (size_t i = 0; i < xs->size(); ++i) {
+      const Step &x = (*xs)[i], &y = (*ys)[i];
+      EXPECT_EQ(x.op, y.op) << what << i;
+      ASSERT_EQ(x.attrs.size(), y.attrs.size()) << what << i;
+      for (size_t k = 0; k < x.attrs.size(); ++k)
+        EXPECT_TRUE(sameAttr(x.attrs[k], y.attrs[k]))
+            << what << i << " attribute " << k << ": " << attrValueStr(x.attrs[k]) << " vs "
+            << attrValueStr(y.attrs[k]);
+      EXPECT_EQ(x.operands, y.operands) << what << i;
+      EXPECT_EQ(x.result, y.result) << what << i;
+      EXPECT_EQ(x.loc, y.loc) << what << i << ": " << x.loc.str() << " vs " << y.loc.str();
+      EXPECT_EQ(x.inserted, y.inserted) << what << i;
+      EXPECT_EQ(x.plan.kernel, y.plan.kernel) << what << i;
+      EXPECT_EQ(x.plan.scratchBytes, y.plan.scratchBytes) << what << i;
+      EXPECT_EQ(x.scratchOffset, y.scratchOffset) << what << i;
+    }
   }
   ASSERT_EQ(a.workspaces.size(), b.workspaces.size());
   for (size_t i = 0; i < a.workspaces.size(); ++i) {
@@ -188,6 +195,8 @@ void expectSame(const Executable &a, const Executable &b) {
   }
   EXPECT_EQ(a.planTransfers, b.planTransfers);
   EXPECT_EQ(a.planTransferBytes, b.planTransferBytes);
+  EXPECT_EQ(a.planLoadTransfers, b.planLoadTransfers);
+  EXPECT_EQ(a.planLoadTransferBytes, b.planLoadTransferBytes);
   ASSERT_EQ(a.weights.size(), b.weights.size());
   for (size_t i = 0; i < a.weights.size(); ++i)
     EXPECT_TRUE(sameBits(a.weights[i], b.weights[i])) << "weight " << i;
@@ -295,6 +304,37 @@ TEST(Artifact, TwoDevicesWithTransfersAndCastsRoundTrip) {
     EXPECT_EQ(exe.placement, PlacementPolicy::Auto);
     expectRoundTrip(exe);
   }
+}
+
+// A weight pinned to cpu:1, stored in f16 and computed with in f32 on cpu: sent as f16 and
+// widened there, both once, at load (load steps, loaded slots).
+TEST(Artifact, LoadStepsRoundTrip) {
+  CompileOptions o;
+  o.devices = {Device::cpu(), Device::cpu(1)};
+  o.placement = PlacementPolicy::Auto;
+  o.dtype.kind = DTypePolicy::Kind::Promote;
+  const Executable exe = built(parseGraph(R"(graph moved {
+  input %x : f32[4,8] @cpu
+  param %w : f16[6,8] @cpu:1 = randn(seed=3)
+  %y = linear(%x, %w)
+  output %y
+})",
+                                          "moved.fy"),
+                               o);
+  ASSERT_EQ(exe.loadSteps.size(), 2u);
+  EXPECT_EQ(exe.loadSteps[0].op, OpKind::Transfer);
+  EXPECT_EQ(exe.loadSteps[1].op, OpKind::Cast);
+  EXPECT_EQ(exe.planTransfers, 0);
+  EXPECT_EQ(exe.planLoadTransfers, 1);
+  EXPECT_EQ(exe.planLoadTransferBytes, 6 * 8 * 2);
+  for (const Step &st : exe.loadSteps)
+    EXPECT_EQ(exe.slots[static_cast<size_t>(st.result)].kind, SlotKind::Loaded);
+  expectRoundTrip(exe);
+  // A hand-edited plan count is refused like any other inconsistency.
+  Executable wrong = exe;
+  wrong.planLoadTransfers = 0;
+  const std::string e = loadError(wrong.serialize());
+  EXPECT_TRUE(has(e, "m.ferry: the plan counts 0 load-time transfers of 96 bytes")) << e;
 }
 
 TEST(Artifact, EveryAttributeKindRoundTrips) {
@@ -409,7 +449,8 @@ TEST(Artifact, OtherFilesAndVersionsAreNamed) {
                                   "'FERRYEXE', found '\\x93NUMPY\\x01\\x00'"))
       << loadError(npy);
   EXPECT_TRUE(has(loadError("graph mlp {}"), "not a ferry executable (bad magic)"));
-  for (uint32_t version : {0u, 1u, 3u, 7u, 0xffffffffu}) {  // 1: files of the v1 runtime
+  // 1 and 2: files of older builds (before kernel plans, before load steps).
+  for (uint32_t version : {0u, 1u, 2u, 7u, 0xffffffffu}) {
     std::string v = bytes;
     v.replace(8, 4, le(version, 4));
     EXPECT_TRUE(has(loadError(v), "m.ferry: format version " + std::to_string(version) +
@@ -419,6 +460,12 @@ TEST(Artifact, OtherFilesAndVersionsAreNamed) {
     // The version is told even when nothing of the header follows it.
     EXPECT_TRUE(has(loadError(v.substr(0, 12)), "format version " + std::to_string(version)));
   }
+  // An older file says what to do about it.
+  std::string v2 = bytes;
+  v2.replace(8, 4, le(2, 4));
+  EXPECT_TRUE(has(loadError(v2), "m.ferry: format version 2, this build reads version 3: the "
+                                 "file was written by an older ferry; compile the model again"))
+      << loadError(v2);
   std::string flags = bytes;
   flags[13] = 1;
   EXPECT_TRUE(has(loadError(flags), "bad flags at byte 12: expected 0"));
@@ -555,7 +602,8 @@ TEST(Artifact, HostileNamesAndEnumsAreNamed) {
   const size_t kind = x + slotRecord(exe.slots[0]).size() - 1;
   EXPECT_TRUE(has(hostile(bytes, kind, le(7, 1)),
                   "bad slot 0 (%x) kind at byte " + std::to_string(kind) +
-                      ": expected 0 (input), 1 (weight) or 2 (activation), found 7"));
+                      ": expected 0 (input), 1 (weight), 2 (activation) or 3 (loaded), "
+                      "found 7"));
   // A negative and an absurd dim of %x (f32[4,16]).
   EXPECT_TRUE(has(hostile(bytes, dtype + 11, le(static_cast<uint64_t>(-5), 8)),
                   "bad slot 0 (%x) dim at byte " + std::to_string(dtype + 11) +

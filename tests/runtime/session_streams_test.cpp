@@ -43,6 +43,25 @@ void expectReference(std::string_view text, bool hostAccessible) {
   }
 }
 
+// Weights moved at load on queued streams: %w copied from cuda:1 within the runtime, %b uploaded
+// from cpu, %s sent as f16 and widened on cuda:0 by a kernel at load. All of it must be done
+// before the first run reads it.
+TEST(SessionStreams, WeightsMovedAtLoadAreInPlaceBeforeTheFirstRun) {
+  for (bool hostAccessible : {false, true}) {
+    SCOPED_TRACE(hostAccessible ? "host-accessible" : "device memory");
+    expectReference(R"(graph g {
+      input %x : f32[64,32] @cpu
+      param %w : f32[16,32] @cuda:1 = randn(seed=1)
+      param %b : f32[16] @cpu = randn(seed=2)
+      param %s : f16[16] @cpu = randn(seed=3)
+      %h @cuda:0 = linear(%x, %w, %b)
+      %y @cuda:0 = mul(%h, %s)
+      output %y @cpu
+    })",
+                    hostAccessible);
+  }
+}
+
 // cuda:1 computes, cuda:0 copies its result and goes on: the copy on cuda:0's stream must wait
 // for cuda:1's stream (an event), or it reads the bytes before relu wrote them.
 TEST(SessionStreams, ACopyBetweenDevicesOfOneRuntimeWaitsForItsSource) {

@@ -44,12 +44,14 @@ Session open(std::string_view text, CompileOptions options, Session::Options so 
   return std::move(s).value();
 }
 
+// Under auto, the weight is copied to cpu once, at load (its copy is free per run), the matmul
+// runs there with the input, and its smaller result crosses to cpu:1 in every run.
 constexpr std::string_view kTwoDevices = R"(graph two {
   input %x : f32[4,3] @cpu
-  param %w : f32[3,3] @cpu:1 = randn(seed=5)
+  param %w : f32[3,2] @cpu:1 = randn(seed=5)
   %h = relu(%x)
   %y = matmul(%h, %w)
-  %z = tanh(%y)
+  %z @cpu:1 = tanh(%y)
   output %z
 })";
 
@@ -535,14 +537,33 @@ TEST(Lower, ValidateRejectsInconsistentPlans) {
   expectError(e, "outside its device's workspace");
   // A transfer to the device its value is on already: no copy between devices, so the plan's
   // transfer count would not be what the backends count.
+  ASSERT_EQ(exe->loadSteps.size(), 1u);  // %w, copied to cpu once
   e = *exe;
-  auto transfer = std::find_if(e.steps.begin(), e.steps.end(),
-                               [](const Step &st) { return st.op == OpKind::Transfer; });
-  ASSERT_NE(transfer, e.steps.end());
-  Slot &from = e.slots[static_cast<size_t>(transfer->operands[0])];
-  ASSERT_EQ(from.kind, SlotKind::Weight);  // %w, moved to cpu: it needs no workspace
-  from.device = e.slots[static_cast<size_t>(transfer->result)].device;
-  expectError(e, "moves %w from " + from.device.str() + " to itself");
+  Step &load = e.loadSteps[0];
+  ASSERT_EQ(load.op, OpKind::Transfer);
+  Slot &from = e.slots[static_cast<size_t>(load.operands[0])];
+  ASSERT_EQ(from.kind, SlotKind::Weight);  // %w: it needs no workspace on its new device
+  from.device = e.slots[static_cast<size_t>(load.result)].device;
+  expectError(e, "load step 0 ('transfer') moves %w from " + from.device.str() + " to itself");
+  // Load steps: counted apart, reading weights only, writing loaded slots, each once.
+  e = *exe;
+  e.planLoadTransferBytes += 1;
+  expectError(e, "the plan counts 1 load-time transfers of 25 bytes, the load steps make 1 of 24");
+  e = *exe;
+  e.loadSteps[0].operands[0] = e.inputs[0];
+  expectError(e, "load step 0 ('transfer') reads %x, which is not a weight");
+  e = *exe;
+  e.loadSteps[0].result = e.steps[0].result;
+  expectError(e, "load step 0 ('transfer') writes no loaded slot");
+  e = *exe;
+  e.loadSteps.clear();
+  expectError(e, "is a loaded slot that no load step writes");
+  e = *exe;
+  e.loadSteps.push_back(e.loadSteps[0]);
+  expectError(e, "load step 1 ('transfer') writes %w.cpu a second time");
+  e = *exe;  // a run's step must not write what a load step holds
+  e.steps.back().result = e.loadSteps[0].result;
+  expectError(e, "writes no activation slot");
 }
 
 }  // namespace
@@ -559,7 +580,7 @@ TEST(Session, StepStartsLineUpWithStepTimesInsideTheRun) {
     param %w : f32[3,3] @cpu = randn(seed=5)
     %h = relu(%x)
     %y = matmul(%h, %w)
-    %z = tanh(%y)
+    %z @cpu = tanh(%y)
     output %z
   })";
   // Rounding of the subtractions, far below any clock tick.

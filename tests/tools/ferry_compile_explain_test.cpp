@@ -15,7 +15,7 @@ using namespace tooltest;
 
 class FerryCompileExplain : public FerryCompileTest {};
 
-// --explain %V on a rejected model explains V as the failing pass placed it.
+// --explain %V on a rejected model explains V as the last pass that judged it (dtype) left it.
 TEST_F(FerryCompileExplain, ExplainsTheValuesOfARejectedModel) {
   const std::string model = write("two.fy", kTwoDevices);
   Result r = run("--devices cpu,cpu:1 --explain %h,%x " + shellQuote(model));
@@ -23,7 +23,7 @@ TEST_F(FerryCompileExplain, ExplainsTheValuesOfARejectedModel) {
   EXPECT_EQ(r.out, "");
   EXPECT_TRUE(contains(r.err, "error: operands of 'linear' (%h) are on different devices"))
       << r.err;
-  EXPECT_TRUE(contains(r.err, "explain: the model is rejected; its values as the pass 'placement' "
+  EXPECT_TRUE(contains(r.err, "explain: the model is rejected; its values as the pass 'dtype' "
                               "left them:\n%h : f32[4,16] @cpu:1\n  device: inherited from %w (" +
                                   model + ":3:9) <- param 'w', pinned at " + model + ":3:9\n"))
       << r.err;
@@ -38,6 +38,17 @@ TEST_F(FerryCompileExplain, ExplainsTheValuesOfARejectedModel) {
   EXPECT_TRUE(contains(broken.err, "explain: the model does not parse or type-check, which no "
                                    "option changes, and it has no values to explain yet"))
       << broken.err;
+}
+
+// The cost of an option that compiles says what moves per run and, apart, what moves once at load:
+// the bias left on cpu is copied to cpu:1 when a session is created, not in every run.
+TEST_F(FerryCompileExplain, TheCostOfAnAlternativeSaysWhatMovesAtLoad) {
+  const std::string model = std::string(FERRY_SOURCE_DIR) + "/examples/bias_elsewhere.fy";
+  Result r = run("--devices cpu,cpu:1 --explain " + shellQuote(model));
+  EXPECT_EQ(r.exit, 1);
+  EXPECT_TRUE(contains(r.err, "  compiles with --placement auto: 0 transfers (0 bytes per run), "
+                              "0 casts; at load, once: 1 weight copied (1024 bytes)\n"))
+      << r.err;
 }
 
 // A plan only its budgets reject comes with the budget flags that let it pass.

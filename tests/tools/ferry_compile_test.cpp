@@ -171,7 +171,7 @@ TEST_F(FerryCompile, EmitsJson) {
   std::string model = write("mlp.fy", kMlp);
   Result r = run("--emit json " + shellQuote(model));
   ASSERT_EQ(r.exit, 0) << r.err;
-  EXPECT_TRUE(r.out.starts_with("{\n  \"format\": \"ferry.graph\",\n  \"version\": 3,\n")) << r.out;
+  EXPECT_TRUE(r.out.starts_with("{\n  \"format\": \"ferry.graph\",\n  \"version\": 4,\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "\"graph\": \"mlp\"")) << r.out;
   EXPECT_EQ(count(r.out, "\"op\": "), 3u) << r.out;
   EXPECT_TRUE(contains(r.out, "\"op\": \"relu\", \"result\": \"a\", \"type\": {\"dtype\": \"f32\", "
@@ -470,6 +470,55 @@ TEST_F(FerryCompile, StatsCountTransfersAndAreDeterministic) {
   EXPECT_EQ(withoutTimings(run(args + shellQuote(model)).err), withoutTimings(r.err));
 }
 
+// A 64 MiB weight pinned to the host in a model on cuda:0 (compiled for it; this build cannot run
+// it): auto runs the GEMM on cuda:0 and the weight is copied there once, at load. The summary,
+// --stats and the manifest count that copy apart from the per-run transfers, of which there are
+// none; a budget on per-run bytes does not count it either.
+TEST_F(FerryCompile, LoadTimeMovesAreCountedApartFromPerRunTransfers) {
+  std::string model = write("pinned.fy", R"(graph pinned_weight {
+  input %x : f32[4,4096] @cuda:0
+  param %w : f32[4096,4096] @cpu = zeros
+  param %b : f32[4096] @cuda:0 = zeros
+  %h = linear(%x, %w, %b)
+  %y = relu(%h)
+  output %y @cuda:0
+}
+)");
+  const std::string args = "--devices cpu,cuda:0 --placement auto --no-locations ";
+  Result r = run(args + "--stats --max-transfer-bytes 0 " + shellQuote(model));
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "  %w.cuda0 : f32[4096,4096] @cuda:0 = transfer(%w, to=cuda:0)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "  %h : f32[4,4096] @cuda:0 = linear(%x, %w.cuda0, %b)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "#   @cuda:0: 2 nodes, 134 MFLOP, 64.3 MiB read and written, "
+                              "weights 64.0 MiB, "))
+      << r.out;
+  EXPECT_FALSE(contains(r.out, "#   @cpu:")) << "nothing a run reads is on cpu: " << r.out;
+  EXPECT_TRUE(contains(r.out, "#   transfers: 0, 0 B\n")) << r.out;
+  EXPECT_TRUE(
+      contains(r.out, "#   at load, once per session (weights): 1 transfers, 64.0 MiB; 0 casts\n"))
+      << r.out;
+  EXPECT_TRUE(contains(r.err, "  transfers: 0 per run, 0 bytes\n")) << r.err;
+  EXPECT_TRUE(contains(r.err, "    h2d: 0, 0 bytes\n")) << r.err;
+  EXPECT_TRUE(contains(r.err, "  at load, once per session (weights): 1 transfers, 67108864 "
+                              "bytes; 0 casts\n"))
+      << r.err;
+
+  Result json = run(args + "--emit json " + shellQuote(model));
+  ASSERT_EQ(json.exit, 0) << json.err;
+  const Json m = parseJson(json.out);
+  ASSERT_EQ(m["transfers"].items.size(), 1u);
+  EXPECT_TRUE(m["transfers"].items[0]["at_load"].boolean);
+  EXPECT_EQ(m["transfers"].items[0]["direction"].text, "h2d");
+  EXPECT_EQ(m["transfers"].items[0]["bytes"].integer(), int64_t{64} << 20);
+  const Json &st = m["statistics"];
+  EXPECT_EQ(st["transfers"].integer(), 0);
+  EXPECT_EQ(st["transfer_bytes"].integer(), 0);
+  EXPECT_EQ(st["directions"]["h2d"]["bytes"].integer(), 0);
+  EXPECT_EQ(st["load_transfers"].integer(), 1);
+  EXPECT_EQ(st["load_transfer_bytes"].integer(), int64_t{64} << 20);
+}
+
 TEST_F(FerryCompile, DTypePoliciesAndCastBudget) {
   std::string model = write("mixed.fy", kMixedDTypes);
   Result strict = run(shellQuote(model));
@@ -663,7 +712,8 @@ TEST_F(FerryCompile, ARejectedGraphIsDrawnWithItsErrorsInRed) {
 }
 
 // Goldens of the shipped examples: text (with its summary) and DOT, for mlp.fy and cnn.fy with the
-// defaults and mlp_split.fy on cpu,cpu:1 with auto placement (its JSON: manifest_test.cpp). Run
+// defaults, mlp_split.fy on cpu,cpu:1 with auto placement, and the text of bias_elsewhere.fy,
+// whose bias is copied at load, there too (their JSON: manifest_test.cpp). Run
 // from the repository root, so locations read examples/...; FERRY_UPDATE_GOLDEN=1 rewrites the
 // files instead of comparing.
 TEST_F(FerryCompile, ExamplesMatchTheirGoldens) {
@@ -674,9 +724,13 @@ TEST_F(FerryCompile, ExamplesMatchTheirGoldens) {
   };
   const std::string split = "--devices cpu,cpu:1 --placement auto examples/mlp_split.fy";
   const Case cases[] = {
-      {"examples/mlp.fy", "mlp.fy.txt"}, {"--emit dot examples/mlp.fy", "mlp.dot"},
-      {split, "mlp_split.fy.txt"},       {"--emit dot " + split, "mlp_split.dot"},
-      {"examples/cnn.fy", "cnn.fy.txt"}, {"--emit dot examples/cnn.fy", "cnn.dot"}};
+      {"examples/mlp.fy", "mlp.fy.txt"},
+      {"--emit dot examples/mlp.fy", "mlp.dot"},
+      {split, "mlp_split.fy.txt"},
+      {"--emit dot " + split, "mlp_split.dot"},
+      {"examples/cnn.fy", "cnn.fy.txt"},
+      {"--emit dot examples/cnn.fy", "cnn.dot"},
+      {"--devices cpu,cpu:1 --placement auto examples/bias_elsewhere.fy", "bias_elsewhere.fy.txt"}};
   const bool update = std::getenv("FERRY_UPDATE_GOLDEN") != nullptr;
   for (const Case &c : cases) {
     Result r = run(c.args);

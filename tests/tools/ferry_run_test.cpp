@@ -238,6 +238,37 @@ TEST_F(FerryRun, TransfersAndInputMovesAreCounted) {
   EXPECT_TRUE(contains(m.out, "last run: 1 transfers, 16 bytes; 1 input moves, 16 bytes")) << m.out;
 }
 
+// A bias left on cpu for a layer on cpu:1: copied once, when the session is made, and said so on a
+// line of its own; a run moves only the input (read onto the host, declared on cpu:1). Saved and
+// loaded, the executable does the same.
+TEST_F(FerryRun, WeightsMovedAtLoadAreCountedOnceApartFromRuns) {
+  const std::string model = example("bias_elsewhere.fy").string();
+  const std::string flags = " --devices cpu,cpu:1 --placement auto --random-inputs --check";
+  Result r = run(shellQuote(model) + flags);
+  ASSERT_EQ(r.exit, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "at load, once: 1 transfers, 1024 bytes (1.0 KiB); 0 casts\n"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "last run: 1 transfers, 100352 bytes (98.0 KiB); 1 input moves, "
+                              "100352 bytes"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "memory: weights " + std::to_string((256 * 784 + 256) * 4)))
+      << "the bias's copy on cpu:1, not the original on cpu: " << r.out;
+  CompileOptions options;
+  options.devices = {Device::cpu(), Device::cpu(1)};
+  options.placement = PlacementPolicy::Auto;
+  Expected<Executable> exe = build(parseFile(model).value(), options);
+  ASSERT_TRUE(exe.ok()) << exe.status().message();
+  const std::string artifact = path("bias_elsewhere.ferry");
+  ASSERT_TRUE(exe->save(artifact).ok());
+  Result loaded = run(shellQuote(artifact) + " --random-inputs --check");
+  ASSERT_EQ(loaded.exit, 0) << loaded.err;
+  EXPECT_TRUE(contains(loaded.out, "at load, once: 1 transfers, 1024 bytes")) << loaded.out;
+  // Nothing at load, nothing said.
+  Result none = run(shellQuote(example("mlp.fy").string()) + " --random-inputs");
+  ASSERT_EQ(none.exit, 0) << none.err;
+  EXPECT_FALSE(contains(none.out, "at load")) << none.out;
+}
+
 TEST_F(FerryRun, ArtifactRunsLikeItsModel) {
   const std::string model = example("mlp.fy").string();
   const std::string artifact = saveArtifact(model, "mlp.ferry");

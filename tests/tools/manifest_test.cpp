@@ -217,7 +217,8 @@ const std::vector<std::pair<std::string, std::string>> kGoldenCommands = {
 };
 
 // More goldens, not shown in the doc: the cnn, the split perceptron without autocast, and its
-// rejection under strict placement (a manifest with outcome "rejected").
+// rejection under strict placement (a manifest with outcome "rejected"), and a bias copied to
+// another device once, at load (`at_load`, `statistics.load_*`).
 const std::vector<std::pair<std::string, std::string>> kMoreGoldens = {
     {"cnn.json", "build/bin/ferry-compile --emit json examples/cnn.fy"},
     {"mlp_split_auto.json",
@@ -225,6 +226,8 @@ const std::vector<std::pair<std::string, std::string>> kMoreGoldens = {
      "examples/mlp_split.fy"},
     {"mlp_split_rejected.json",
      "build/bin/ferry-compile --emit json --devices cpu,cpu:1 examples/mlp_split.fy"},
+    {"bias_elsewhere.json", "build/bin/ferry-compile --emit json --devices cpu,cpu:1 --placement "
+                            "auto examples/bias_elsewhere.fy"},
 };
 
 std::vector<std::pair<std::string, std::string>> allGoldens() {
@@ -244,7 +247,8 @@ std::vector<std::string> schemaCommands() {
       {"examples/mlp.fy", ""},
       {"examples/cnn.fy", ""},
       {"examples/ops.fy", "--devices cpu,cpu:1 "},
-      {"examples/mlp_split.fy", "--devices cpu,cpu:1 --placement auto "}};
+      {"examples/mlp_split.fy", "--devices cpu,cpu:1 --placement auto "},
+      {"examples/bias_elsewhere.fy", "--devices cpu,cpu:1 --placement auto "}};
   for (const auto &[model, needs] : models)
     for (const std::string flags :
          {"", "--dtype promote ", "--dtype autocast=f16 ", "--dtype autocast=bf16 --no-locations ",
@@ -450,6 +454,15 @@ void checkLists(const Json &m, const std::string &command) {
       EXPECT_EQ(e["reason"]["text"].text, n["dtype_reason"]["text"].text);
     }
   }
+  // A transfer or cast of a weight runs at load, as its node says.
+  for (const Json &n : m["nodes"].items) {
+    const std::string op = n["op"].text;
+    if (op != "transfer" && op != "cast") continue;
+    const auto &list = op == "transfer" ? transfers : casts;
+    if (auto it = list.find(n["id"].integer()); it != list.end()) {
+      EXPECT_EQ((*it->second)["at_load"].boolean, n["at_load"].boolean) << n["result"].text;
+    }
+  }
   EXPECT_EQ(transferNodes, transfers.size()) << "a transfer listed that is no transfer node";
   EXPECT_EQ(castNodes, casts.size()) << "a cast listed that is no cast node";
   // Operands and reasons name values of the manifest (a reason may name a value the compile
@@ -482,29 +495,39 @@ void checkLists(const Json &m, const std::string &command) {
   const Json &st = m["statistics"];
   EXPECT_EQ(st.isNull(), m["outcome"].text == "rejected");
   if (m["last_pass"].text != "budget" || st.isNull()) return;  // they describe the final graph
-  int64_t bytes = 0;
+  // Per run: the transfers not at load, by direction too; at load: the others, counted apart.
+  int64_t bytes = 0, runTransfers = 0, loadBytes = 0, loadTransfers = 0, loadCasts = 0;
   std::map<std::string, std::pair<int64_t, int64_t>> byDirection;
   for (const Json &t : m["transfers"].items) {
-    bytes += t["bytes"].integer();
+    if (t["at_load"].boolean) {
+      ++loadTransfers, loadBytes += t["bytes"].integer();
+      continue;
+    }
+    ++runTransfers, bytes += t["bytes"].integer();
     auto &[count, sum] = byDirection[t["direction"].text];
     ++count, sum += t["bytes"].integer();
   }
-  EXPECT_EQ(st["transfers"].integer(), static_cast<int64_t>(transfers.size()));
+  for (const Json &c : m["casts"].items) loadCasts += c["at_load"].boolean;
+  EXPECT_EQ(st["transfers"].integer(), runTransfers);
   EXPECT_EQ(st["transfer_bytes"].integer(), bytes);
+  EXPECT_EQ(st["load_transfers"].integer(), loadTransfers);
+  EXPECT_EQ(st["load_transfer_bytes"].integer(), loadBytes);
   for (const auto &[direction, totals] : st["directions"].members) {
     EXPECT_EQ(totals["transfers"].integer(), byDirection[direction].first) << direction;
     EXPECT_EQ(totals["bytes"].integer(), byDirection[direction].second) << direction;
   }
   EXPECT_EQ(st["casts"].integer(), static_cast<int64_t>(casts.size()));
+  EXPECT_EQ(st["load_casts"].integer(), loadCasts);
   std::map<std::string, int64_t> statPerDevice;
   for (const auto &[device, n] : st["nodes_per_device"].members)
     statPerDevice[device] = n.integer();
   EXPECT_EQ(statPerDevice, perDevice);
-  // statistics.devices counts the same nodes, less the transfers (each on its destination): the
-  // devices that compute, each with its count, and those that only hold params or workspaces,
-  // with none.
+  // statistics.devices counts the same nodes, less the transfers (each on its destination) and
+  // the nodes that run at load: the devices that compute per run, each with its count, and those
+  // that only hold weights or workspaces, with none.
   std::map<std::string, int64_t> computing = perDevice;
-  for (const Json &t : m["transfers"].items) --computing[t["to"].text];
+  for (const Json &n : m["nodes"].items)
+    if (n["op"].text == "transfer" || n["at_load"].boolean) --computing[n["device"].text];
   std::erase_if(computing, [](const auto &entry) { return entry.second == 0; });
   const Json *devices = st.find("devices");
   ASSERT_NE(devices, nullptr) << "statistics.devices is missing";
@@ -588,14 +611,15 @@ TEST(Manifest, ToolWritesTheGoldens) {
   }
 }
 
-// A rejected compile's manifest: outcome "rejected", the graph as placement left it (every node
-// with its device and reason), no statistics, the errors in diagnostics.
+// A rejected compile's manifest: outcome "rejected", the graph as the last pass that judged it
+// left it (dtype, which runs after placement's errors: every node with its device and reason), no
+// statistics, the errors in diagnostics, each note with the location it talks about.
 TEST(Manifest, ARejectedCompileHasItsGraphAndNoStatistics) {
   const std::string command = kMoreGoldens[2].second;
   ASSERT_TRUE(rejected(command));
   const Json m = parseJson(manifestFor(parseCommand(command)));
   EXPECT_EQ(m["outcome"].text, "rejected");
-  EXPECT_EQ(m["last_pass"].text, "placement");
+  EXPECT_EQ(m["last_pass"].text, "dtype");
   EXPECT_TRUE(m["statistics"].isNull());
   ASSERT_EQ(m["nodes"].items.size(), 4u);
   for (const Json &n : m["nodes"].items) {
@@ -605,7 +629,36 @@ TEST(Manifest, ARejectedCompileHasItsGraphAndNoStatistics) {
   ASSERT_EQ(m["diagnostics"].items.size(), 1u);
   EXPECT_EQ(m["diagnostics"].items[0]["severity"].text, "error");
   EXPECT_EQ(m["diagnostics"].items[0]["code"].text, "device");
+  for (const Json &note : m["diagnostics"].items[0]["notes"].items)
+    EXPECT_NE(note["line"].text, "0") << note["message"].text;
   EXPECT_TRUE(m["transfers"].items.empty());
+}
+
+// A bias left on cpu, read by a layer on cpu:1: its copy is made once, at load. The manifest lists
+// it with `at_load`, counts it in `load_transfers`, not in the per-run transfers or directions,
+// and holds the copy (not the original, released after loading) in cpu:1's weights.
+TEST(Manifest, AWeightCopiedAtLoadIsCountedApart) {
+  const std::string command = kMoreGoldens[3].second;
+  ASSERT_TRUE(contains(command, "bias_elsewhere.fy"));
+  const Json m = parseJson(manifestFor(parseCommand(command)));
+  EXPECT_EQ(m["outcome"].text, "compiled");
+  ASSERT_EQ(m["transfers"].items.size(), 1u);
+  const Json &t = m["transfers"].items[0];
+  EXPECT_EQ(t["operand"].text, "fc1.bias");
+  EXPECT_EQ(t["direction"].text, "h2h");
+  EXPECT_EQ(t["bytes"].integer(), 256 * 4);
+  EXPECT_TRUE(t["at_load"].boolean);
+  const Json &st = m["statistics"];
+  EXPECT_EQ(st["transfers"].integer(), 0);
+  EXPECT_EQ(st["transfer_bytes"].integer(), 0);
+  EXPECT_EQ(st["directions"]["h2h"]["transfers"].integer(), 0);
+  EXPECT_EQ(st["load_transfers"].integer(), 1);
+  EXPECT_EQ(st["load_transfer_bytes"].integer(), 256 * 4);
+  EXPECT_EQ(st["load_casts"].integer(), 0);
+  const Json &devices = st["devices"];
+  EXPECT_EQ(devices.find("cpu"), nullptr) << "cpu holds nothing a run reads";
+  EXPECT_EQ(devices["cpu:1"]["weight_bytes"].integer(), (256 * 784 + 256) * 4);
+  EXPECT_EQ(devices["cpu:1"]["nodes"].integer(), 2);  // linear, relu: the copy is no run's node
 }
 
 // statistics.devices says per device what the text dump's summary says: nodes without transfers,

@@ -37,13 +37,15 @@ struct Result {
 
 // Models shared by the tool tests.
 
-// A weight pinned to cpu:1 and an input on cpu: strict rejects it, auto inserts one transfer.
+// A weight pinned to cpu:1, an input on cpu and the output handed over on cpu:1: strict rejects
+// it, auto moves the input to cpu:1 (one transfer per run; copying the weight to cpu instead,
+// once at load, would leave the result to move, which is larger).
 constexpr const char *kTwoDevices = R"(graph two {
   input %x : f32[4,8] @cpu
   param %w : f32[16,8] @cpu:1 = randn(seed=1)
   %h = linear(%x, %w)
   %y = relu(%h)
-  output %y
+  output %y @cpu:1
 }
 )";
 

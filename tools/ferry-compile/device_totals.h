@@ -12,10 +12,13 @@
 namespace ferry {
 
 struct DeviceTotals {
-  int nodes = 0;           ///< nodes computing on it; transfers are copies, not counted
-  double flops = 0;        ///< the op table's estimates (ir/ops.def), per run
-  double bytes = 0;        ///< read and written by those nodes, per run
-  double weightBytes = 0;  ///< params placed on it
+  int nodes = 0;     ///< nodes computing on it per run; transfers are copies, not counted, and
+                     ///< load-time casts (passes/load_time.h) run once, not per run
+  double flops = 0;  ///< the op table's estimates (ir/ops.def), per run
+  double bytes = 0;  ///< read and written by those nodes, per run
+  /// The weights a run reads there: params placed on it and the copies load-time transfers and
+  /// casts make there (a weight only those read is released after loading, as Session does).
+  double weightBytes = 0;
   /// Peak bytes of its arena in one run, as the runtime plans it (lower()); unknown when the
   /// graph was not lowered (the pipeline stopped early, or the compile was rejected).
   std::optional<size_t> workspaceBytes;

@@ -42,10 +42,16 @@ bool changes(const Alternative &a, const CompileOptions &o) {
          changed.fallback != o.fallback;
 }
 
+// Per run, then what moves once, at load, when anything does (weights copied between devices).
 std::string cost(const CompileStats &s) {
-  return std::to_string(s.transfers) + (s.transfers == 1 ? " transfer" : " transfers") + " (" +
-         std::to_string(s.transferBytes) + " bytes per run), " + std::to_string(s.casts) +
-         (s.casts == 1 ? " cast" : " casts");
+  std::string text = std::to_string(s.transfers) + (s.transfers == 1 ? " transfer" : " transfers") +
+                     " (" + std::to_string(s.transferBytes) + " bytes per run), " +
+                     std::to_string(s.casts) + (s.casts == 1 ? " cast" : " casts");
+  if (s.loadTransfers > 0)
+    text += "; at load, once: " + std::to_string(s.loadTransfers) +
+            (s.loadTransfers == 1 ? " weight copied" : " weights copied") + " (" +
+            std::to_string(s.loadTransferBytes) + " bytes)";
+  return text;
 }
 
 bool onlyBudgetErrors(const std::vector<Diagnostic> &ds) {

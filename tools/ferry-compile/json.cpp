@@ -1,4 +1,4 @@
-// tools/ferry-compile/json.cpp — JSON rendering of a compile: the placement manifest (version 3)
+// tools/ferry-compile/json.cpp — JSON rendering of a compile: the placement manifest (version 4)
 // and the graph-only layout of version 1. docs/manifest.md is the schema; a field added here is
 // added there, or tests/tools/manifest_test.cpp fails.
 //
@@ -21,6 +21,7 @@
 
 #include "ir/json.h"
 #include "passes/explain.h"
+#include "passes/load_time.h"
 #include "passes/lower.h"
 #include "passes/pass.h"
 #include "tools/ferry-compile/device_totals.h"
@@ -131,6 +132,7 @@ class Writer {
       : g_(g), emit_(emit), manifest_(manifest) {
     if (!manifest_) return;
     explained_ = explainDevices(g_);
+    weights_ = weightValues(g_);
     listed_.assign(g_.valueCount(), false);
     for (const InputDecl &in : g_.inputs()) listed_[in.value] = true;
     for (const ParamDecl &p : g_.params()) listed_[p.value] = true;
@@ -200,7 +202,9 @@ class Writer {
           ", \"compute_dtype\": " + (n.pinDType ? jsonString(dtypeName(*n.pinDType)) : "null") +
           ", \"location\": " + location(n.loc) + ", \"inserted\": " + jsonBool(n.inserted);
       if (manifest_) s += ", \"pinned_device\": " + jsonOptDevice(n.pinDevice);
-      items.push_back(s + reasons(n.result) + "}");
+      s += reasons(n.result);
+      if (manifest_) s += ", \"at_load\": " + jsonBool(runsAtLoad(n, weights_));
+      items.push_back(s + "}");
     }
     return jsonArray(items);
   }
@@ -218,7 +222,8 @@ class Writer {
     return jsonArray(items);
   }
 
-  // Every transfer node of the graph, in order, with what it moves per run.
+  // Every transfer node of the graph, in order, with what it moves per run or, a transfer of a
+  // weight, once at load.
   std::string transfers() const {
     std::vector<std::string> items;
     for (NodeId id : g_.order()) {
@@ -233,8 +238,9 @@ class Writer {
           ", \"to\": " + jsonOptDevice(to) + ", \"direction\": " +
           (from && to ? jsonString(directionKey(transferDirection(*from, *to))) : "null") +
           ", \"bytes\": " + std::to_string(r.type.byteSize()) +
-          ", \"inserted\": " + jsonBool(n.inserted) + ", \"reason\": " +
-          reason(g_.deviceReason(r.id), explained_[static_cast<size_t>(r.id)]) + "}");
+          ", \"inserted\": " + jsonBool(n.inserted) +
+          ", \"reason\": " + reason(g_.deviceReason(r.id), explained_[static_cast<size_t>(r.id)]) +
+          ", \"at_load\": " + jsonBool(runsAtLoad(n, weights_)) + "}");
     }
     return jsonArray(items);
   }
@@ -253,7 +259,8 @@ class Writer {
                       ", \"device\": " + jsonOptDevice(r.device) +
                       ", \"bytes\": " + std::to_string(r.type.byteSize()) +
                       ", \"inserted\": " + jsonBool(n.inserted) +
-                      ", \"reason\": " + reason(g_.dtypeReason(r.id), dtypeText(r.id)) + "}");
+                      ", \"reason\": " + reason(g_.dtypeReason(r.id), dtypeText(r.id)) +
+                      ", \"at_load\": " + jsonBool(runsAtLoad(n, weights_)) + "}");
     }
     return jsonArray(items);
   }
@@ -275,8 +282,11 @@ class Writer {
     return "{" + line("transfers", std::to_string(st.transfers)) + "," +
            line("transfer_bytes", std::to_string(st.transferBytes)) + "," +
            line("directions", directions + "}") + "," +
+           line("load_transfers", std::to_string(st.loadTransfers)) + "," +
+           line("load_transfer_bytes", std::to_string(st.loadTransferBytes)) + "," +
            line("transfers_removed", std::to_string(st.transfersRemoved)) + "," +
            line("casts", std::to_string(st.casts)) + "," +
+           line("load_casts", std::to_string(st.loadCasts)) + "," +
            line("casts_inserted", std::to_string(st.castsInserted)) + "," +
            line("casts_folded", std::to_string(st.castsFolded)) + "," +
            line("casts_removed", std::to_string(st.castsRemoved)) + "," +
@@ -442,8 +452,9 @@ class Writer {
   std::vector<std::string> explained_;  // manifest: explainDevices, why each value is where it is
   const EmitOptions &emit_;
   const bool manifest_;
-  std::vector<bool> listed_;     // per value: in the manifest (manifest only)
-  std::set<std::string> files_;  // the files locations name (only when locations are off)
+  std::vector<bool> listed_;      // per value: in the manifest (manifest only)
+  std::vector<uint8_t> weights_;  // per value: a weight (passes/load_time.h; manifest only)
+  std::set<std::string> files_;   // the files locations name (only when locations are off)
 };
 
 std::string jsonOptions(const CompileOptions &o) {

@@ -1,5 +1,5 @@
 // tools/ferry-compile/json.h — a compile as JSON (ferry-compile --emit json): the placement
-// manifest, format "ferry.graph" version 3, whose schema is docs/manifest.md.
+// manifest, format "ferry.graph" version 4, whose schema is docs/manifest.md.
 #pragma once
 
 #include <map>
@@ -13,13 +13,15 @@ namespace ferry {
 
 /// The "version" emitManifest writes. docs/manifest.md lists what each version changed: 2 added
 /// fields to version 1; 3 added `outcome` and `statistics.devices`, and made `statistics` null for
-/// a rejected compile (version 2 wrote zeros there).
-inline constexpr int kManifestVersion = 3;
+/// a rejected compile (version 2 wrote zeros there); 4 counts transfers and casts of weights apart,
+/// as done once at load (`at_load`, `statistics.load_*`), not per run.
+inline constexpr int kManifestVersion = 4;
 
 /// The placement manifest of a compile as one JSON document, laid out as docs/manifest.md
 /// specifies: the options that decide placement; the graph's inputs, params, nodes (in
 /// topological order) and outputs, each value with its device and dtype and the reason for each
-/// (structured and as one line of text); every transfer and cast with its bytes per run; the
+/// (structured and as one line of text); every transfer and cast with its bytes, per run or once at
+/// load; the
 /// statistics (no pass timings; per device: `totals`, from deviceTotals(), read only for an
 /// accepted compile) and the compile's diagnostics. Deterministic: the same model text, model
 /// path (locations quote it as given), options and ferry build give the same bytes. With

@@ -139,7 +139,8 @@ int run(const Options &o, Report &report) {
                                         [](const std::string &n) { return n != "*"; });
 
   // 2. compile
-  Expected<Graph> graph = parseFile(o.model);
+  // Type errors of single nodes are left to compile()'s verify, beside the rest of the model's.
+  Expected<Graph> graph = parseFile(o.model, ParseOptions{.deferTypeErrors = true});
   if (!graph.ok()) {
     const std::vector<Diagnostic> &ds = graph.status().diagnostics();
     // A file that vanished or failed between the check above and the parse is no model error.

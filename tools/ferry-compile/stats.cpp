@@ -71,6 +71,9 @@ std::string renderSummary(const CompileResult &result,
   s += "#   casts: " + std::to_string(st.casts) + " in the graph (" +
        std::to_string(st.castsInserted) + " inserted, " + std::to_string(st.castsFolded) +
        " folded into params, " + std::to_string(st.castsRemoved) + " removed)\n";
+  s += "#   at load, once per session (weights): " + std::to_string(st.loadTransfers) +
+       " transfers, " + binaryBytes(static_cast<double>(st.loadTransferBytes)) + "; " +
+       std::to_string(st.loadCasts) + " casts\n";
   return s;
 }
 
@@ -91,6 +94,9 @@ std::string renderStats(const CompileResult &result, const CompileOptions &optio
   s += "  casts: " + std::to_string(st.casts) + " in the graph; " +
        std::to_string(st.castsInserted) + " inserted, " + std::to_string(st.castsFolded) +
        " folded into params, " + std::to_string(st.castsRemoved) + " removed\n";
+  s += "  at load, once per session (weights): " + std::to_string(st.loadTransfers) +
+       " transfers, " + bytesStr(st.loadTransferBytes) + "; " + std::to_string(st.loadCasts) +
+       " casts\n";
   s += "  removed: " + std::to_string(st.transfersRemoved) + " transfers, " +
        std::to_string(st.nodesRemoved) + " dead nodes\n";
   std::string perDevice;

@@ -116,6 +116,13 @@ std::string renderTimings(const Session &session, const Timings &timings, int64_
   out += "last run: " + std::to_string(last.transfers) + " transfers, " +
          bytes(last.transferBytes) + "; " + std::to_string(last.inputMoves) + " input moves, " +
          bytes(last.inputMoveBytes) + "\n";
+  // Transfers and casts of weights ran once, when the session was created: no run repeats them.
+  if (const LoadStats &load = session.loadStats(); load.steps > 0) {
+    const auto casts = std::count_if(exe.loadSteps.begin(), exe.loadSteps.end(),
+                                     [](const Step &s) { return s.op == OpKind::Cast; });
+    out += "at load, once: " + std::to_string(load.transfers) + " transfers, " +
+           bytes(load.transferBytes) + "; " + std::to_string(casts) + " casts\n";
+  }
   out += "memory: weights " + bytes(static_cast<int64_t>(session.weightBytes())) + ", workspace " +
          bytes(static_cast<int64_t>(session.workspaceBytes())) + "\n";
 

@@ -5,12 +5,14 @@
 // The explanation of one forced copy (reportForcedCopies):
 //   1. part     the copy's part of the network: the free values connected to it through free
 //               values, and the fixed variables around them (a fixed variable has one device, so
-//               nothing propagates through it: a conflict lies within one part)
-//   2. prove    arc consistency over the part, every pin, declaration and kernel in force, must
-//               empty a domain; if it does not, there is no proof (more than two devices)
+//               nothing propagates through it: a conflict lies within one part); at first only a
+//               ball of it around the copy, 4 edges deep, then 16, 64, ... (a ball is a
+//               relaxation of the part: what it proves holds for the whole)
+//   2. prove    arc consistency over the ball, every pin, declaration and kernel in it in force,
+//               must empty a domain; if no ball does, there is no proof (more than two devices)
 //   3. shrink   a deletion filter: each of them in turn (kernels first, then the pins farthest
 //               from the copy) is lifted, and left lifted when the rest still prove it: what
-//               remains is a smallest set in that sense, usually two pins
+//               remains is a smallest set in that sense, usually two pins, and near ones
 //   4. report   the copy, the pins that force it, the values between them, a fix per pin
 #include "passes/placement_budget.h"
 
@@ -62,46 +64,78 @@ class Explainer {
   // copy is reported as not proven, around the first reader.
   void report(const ForbiddenCopy &c) {
     for (int32_t reader : c.readers) {
-      collectPart(c.value, reader);
-      std::vector<uint64_t> domain(part_.size());
-      for (size_t i = 0; i < part_.size(); ++i) domain[i] = net_.domain[part_[i]];
       std::vector<int32_t> anchors;
-      for (size_t i = 0; i < part_.size(); ++i)
-        if (net_.fixed[part_[i]] || net_.domain[part_[i]] != rules_.all())
-          anchors.push_back(static_cast<int32_t>(i));
-      const bool proven = rules_.masks() && !solvable(domain);
-      if (proven) shrink(domain, anchors);
-      std::vector<int32_t> kept;  // variables of the network, in their order
-      for (int32_t a : anchors) kept.push_back(part_[a]);
-      std::sort(kept.begin(), kept.end());
-      if (proven) reportProven(c, reader, kept);
-      if (!proven && reader == c.readers.back()) {
-        collectPart(c.value, c.readers.front());
-        kept.clear();
-        for (int32_t v : part_)
-          if (net_.fixed[v]) kept.push_back(v);
-        std::sort(kept.begin(), kept.end());
-        reportUnproven(c, c.readers.front(), kept);
+      if (prove(c.value, reader, anchors)) {
+        reportProven(c, reader, anchors);
+        clearPart();
+        return;
       }
-      for (int32_t v : part_) local_[v] = -1;
-      if (proven) return;
+    }
+    collectPart(c.value, c.readers.front(), kUnlimited);
+    std::vector<int32_t> nearby;
+    for (int32_t v : part_)
+      if (net_.fixed[v]) nearby.push_back(v);
+    std::sort(nearby.begin(), nearby.end());
+    reportUnproven(c, c.readers.front(), nearby);
+    clearPart();
+  }
+
+ private:
+  static constexpr int32_t kUnlimited = INT32_MAX;
+
+  // 2. and 3. for the copy of `value` to `reader`: whether a ball of the part around the copy
+  // (radius 4, 16, 64, ... edges, then all of it; cutting the part is a relaxation, so a ball that
+  // proves it proves it for the whole) proves the copy forced, and then the anchors that do, as
+  // variables of the network in their order. Near pins explain it best, and a small ball is cheap
+  // to shrink.
+  bool prove(int32_t value, int32_t reader, std::vector<int32_t> &kept) {
+    size_t reached = 0;
+    for (int32_t radius = 4;; radius = radius > kUnlimited / 4 ? kUnlimited : radius * 4) {
+      const bool whole = collectPart(value, reader, radius);
+      if (part_.size() > reached) {
+        reached = part_.size();
+        std::vector<uint64_t> domain(part_.size());
+        for (size_t i = 0; i < part_.size(); ++i) domain[i] = net_.domain[part_[i]];
+        if (rules_.masks() && !solvable(domain)) {
+          std::vector<int32_t> anchors;
+          for (size_t i = 0; i < part_.size(); ++i)
+            if (net_.fixed[part_[i]] || net_.domain[part_[i]] != rules_.all())
+              anchors.push_back(static_cast<int32_t>(i));
+          shrink(domain, anchors);
+          kept.clear();
+          for (int32_t a : anchors) kept.push_back(part_[a]);
+          std::sort(kept.begin(), kept.end());
+          return true;
+        }
+      }
+      if (whole) return false;
     }
   }
 
-  // 1. part: variables (local index -> variable), edges between local indices in network order,
-  // and each variable's distance from the copy.
-  void collectPart(int32_t value, int32_t reader) {
+  void clearPart() {
     for (int32_t v : part_) local_[v] = -1;
     part_.clear();
+  }
+
+  // 1. part: variables (local index -> variable), edges between local indices in network order,
+  // and each variable's distance from the copy; free variables further than `radius` are kept
+  // but not gone through. Returns whether that left nothing out.
+  bool collectPart(int32_t value, int32_t reader, int32_t radius) {
+    clearPart();
     distance_.clear();
     partEdges_.clear();
     std::vector<int32_t> queue;
+    bool whole = true;
     auto add = [&](int32_t v, int32_t d) {
       if (local_[v] >= 0) return;
       local_[v] = static_cast<int32_t>(part_.size());
       part_.push_back(v);
       distance_.push_back(d);
-      if (!net_.fixed[v]) queue.push_back(v);
+      if (net_.fixed[v]) return;
+      if (d < radius)
+        queue.push_back(v);
+      else
+        whole = false;
     };
     add(value, 0);
     add(reader, 0);
@@ -122,6 +156,7 @@ class Explainer {
     edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
     for (int32_t e : edges)
       partEdges_.emplace_back(local_[net_.edges[e].first], local_[net_.edges[e].second]);
+    return whole;
   }
 
   bool solvable(std::vector<uint64_t> domain) const {
@@ -225,8 +260,16 @@ class Explainer {
     return "budget " + key + "=error";
   }
 
-  // The free values on a shortest path between anchors a and b through the part.
+  // The free values on a shortest path between anchors a and b through the part: one along the
+  // data flow when there is one, else one over edges either way.
   std::vector<int32_t> between(int32_t a, int32_t b) const {
+    for (bool forward : {true, false}) {
+      std::vector<int32_t> path = between(a, b, forward);
+      if (!path.empty() || !forward) return path;
+    }
+    return {};
+  }
+  std::vector<int32_t> between(int32_t a, int32_t b, bool forward) const {
     const int32_t from = local_[a], to = local_[b];
     std::vector<int32_t> prev(part_.size(), -1), queue{from};
     prev[from] = from;
@@ -236,6 +279,7 @@ class Explainer {
       const int32_t var = part_[v];
       for (int32_t i = start_[var]; i < start_[var + 1]; ++i) {
         const auto &[x, y] = net_.edges[incident_[i]];
+        if (forward && x != var) continue;
         const int32_t w = local_[x == var ? y : x];
         if (w >= 0 && prev[w] < 0) prev[w] = v, queue.push_back(w);
       }

@@ -19,7 +19,7 @@
 // All offenders are reported in one run. Transfers and casts of weights are not counted: they
 // run once, when a Session is created (passes/load_time.h), not per run — like the upload of the
 // weights themselves, which no budget counts either.
-#include <algorithm>
+#include <optional>
 
 #include "passes/load_time.h"
 #include "passes/pass.h"
@@ -208,24 +208,17 @@ void checkTotals(const Graph &g, PassContext &ctx, const std::vector<uint8_t> &w
     const CompileStats &st = ctx.stats;
     if (ctx.options.placement == PlacementPolicy::Auto && st.autoFewestTransferBytes >= 0) {
       const std::string fewest = std::to_string(st.autoFewestTransferBytes);
-      if (st.autoFewestTransferBytes > *b.maxTransferBytes)
-        d.note(st.autoFewestExact
-                   ? "auto placement looked for a plan within the budget: no plan copies fewer "
-                     "than " +
-                         fewest +
-                         " bytes per run (counted in the dtypes before the dtype "
-                         "pass)"
-                   : "auto placement looked for a plan within the budget: the fewest bytes per "
-                     "run of the plans it found is " +
-                         fewest +
-                         " (counted in the dtypes before "
-                         "the dtype pass; with more than two devices its search is a heuristic)");
+      const std::string counted = " (counted in the dtypes before the dtype pass";
+      if (st.autoFewestTransferBytes <= *b.maxTransferBytes)
+        d.note("auto placement found plans within the budget" + counted + "; the fewest copy " +
+               fewest + " bytes per run); the dtype pass's casts made the copies larger");
+      else if (st.autoFewestExact)
+        d.note("auto placement looked for a plan within the budget: no plan copies fewer than " +
+               fewest + " bytes per run" + counted + ")");
       else
-        d.note("auto placement found plans within the budget, counting in the dtypes before the "
-               "dtype pass (the fewest copy " +
-               fewest +
-               " bytes per run); the dtype pass's casts "
-               "made the copies larger");
+        d.note("auto placement looked for a plan within the budget: the fewest bytes per run of "
+               "the plans it found is " +
+               fewest + counted + "; with more than two devices its search is a heuristic)");
     }
     const bool steered =
         ctx.options.placement == PlacementPolicy::Auto && st.autoFewestTransferBytes >= 0;

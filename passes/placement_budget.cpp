@@ -291,6 +291,26 @@ class Explainer {
     return path;
   }
 
+  // Whether the path from anchor a through `path` to anchor b, on its own, leaves no placement
+  // without a forbidden copy (usually; the proof may need more of the part).
+  bool forcedAlong(int32_t a, const std::vector<int32_t> &path, int32_t b) const {
+    std::vector<int32_t> chain{a};
+    chain.insert(chain.end(), path.begin(), path.end());
+    chain.push_back(b);
+    std::vector<uint64_t> domain;
+    for (int32_t v : chain) domain.push_back(net_.domain[v]);
+    std::vector<std::pair<int32_t, int32_t>> edges;
+    for (size_t i = 0; i + 1 < chain.size(); ++i)
+      for (int32_t k = start_[chain[i]]; k < start_[chain[i] + 1]; ++k) {
+        const auto &[x, y] = net_.edges[incident_[k]];
+        if (x != chain[i + 1] && y != chain[i + 1]) continue;
+        const auto at = static_cast<int32_t>(i);
+        edges.emplace_back(x == chain[i] ? at : at + 1, x == chain[i] ? at + 1 : at);
+        break;
+      }
+    return !propagate(rules_, edges, domain);
+  }
+
   void reportProven(const ForbiddenCopy &c, int32_t by, const std::vector<int32_t> &anchors) {
     std::string message = head(c) + " is forced";
     if (anchors.size() <= kMaxInline) {
@@ -312,8 +332,12 @@ class Explainer {
         for (size_t i = 0; i < path.size() && i < kMaxBetween; ++i)
           names += (i ? ", " : "") + name(path[i]);
         if (path.size() > kMaxBetween) names += ", ...";
-        d.note("in between, " + names + ": wherever " + (path.size() == 1 ? "it is" : "they are") +
-               " placed, some copy on the way is in a direction the budgets forbid");
+        if (forcedAlong(anchors[0], path, anchors[1]))
+          d.note("in between, " + names + ": wherever " +
+                 (path.size() == 1 ? "it is" : "they are") +
+                 " placed, some copy on the way is in a direction the budgets forbid");
+        else
+          d.note("they meet through " + names);
       }
     }
     std::string fix;

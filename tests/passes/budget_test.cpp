@@ -386,6 +386,25 @@ TEST(BudgetSteersAuto, ACopyForcedAcrossFreeValuesNamesBothEndsAndTheValuesBetwe
                 "=error)");
 }
 
+TEST(BudgetSteersAuto, AnOpWithoutAKernelOnTheDeviceCanForceTheCopy) {
+  CompileOptions o = autoPlacement();
+  o.budgets.d2h = BudgetAction::Error;
+  o.capabilities.setMissing(DeviceKind::Cuda, OpKind::Erf);
+  CompileResult r = compileText(R"(graph m {
+  input %x : f32[32,256] @cuda:0
+  %a = relu(%x)
+  %e = erf(%a)
+  output %e
+})",
+                                o);
+  ASSERT_EQ(r.diagnostics.size(), 1u) << text(r.diagnostics);
+  EXPECT_EQ(r.diagnostics[0].message.substr(r.diagnostics[0].message.find(" is forced")),
+            " is forced: input %x is declared @cuda:0 at t.fy:2:9 and 'erf' (%e) has a kernel only "
+            "on cpu (budget d2h=error)");
+  EXPECT_EQ(r.diagnostics[0].fixes[0], "declare input %x @cpu, or allow d2h transfers "
+                                       "(--transfers d2h=warn)");
+}
+
 // Two layers on inputs that arrive on the host: each is much faster on the GPU, for a copy of
 // 1 MiB.
 const char *kTwoLayers = R"(graph m {

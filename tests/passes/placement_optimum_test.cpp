@@ -414,6 +414,7 @@ int checkWithinBudgets(uint64_t seed, const RandomCase &c, std::vector<double> &
     const double got = estimate(c.graph, c.options, dev);
     EXPECT_GE(got, want.best * (1 - 1e-9)) << "seed " << seed;
     ratio.push_back(got / want.best);
+    if (seed % 4 == 0) expectIdempotent(r, c.options);
     return 1;
   }
   if (want.fewestForbidden > 0) {

@@ -34,6 +34,12 @@ struct CompileStats {
   int nodesRemoved = 0;      ///< dead nodes removed
   std::map<Device, int> nodesPerDevice;
   double estimatedSeconds = 0;  ///< cost model's estimate of one run (load-time nodes are free)
+  /// Auto placement under a cap on per-run bytes (Budgets::maxTransferBytes) that its cheapest
+  /// plan exceeded: the fewest per-run bytes of any plan it found, by its estimate (in the dtypes
+  /// before the dtype pass), and whether no plan has fewer (with two devices, where its search is
+  /// exact). -1: the cap did not bind, or placement was not auto.
+  int64_t autoFewestTransferBytes = -1;
+  bool autoFewestExact = false;
   std::vector<std::pair<std::string, double>> passSeconds;  ///< wall time per pass
 };
 

@@ -1,6 +1,11 @@
 // passes/mincut.cpp — Dinic's maximum flow: breadth-first levels, then blocking flows found by an
 // iterative depth-first search along arcs that go one level up. The source and sink have no
 // arcs: a vertex's residual capacity from the source or to the sink is a number of its own.
+// Before the phases, one greedy pass (greedyFlow) fills sink capacities along depth-first paths
+// from the sources: a phase reaches only the sink capacities nearest the sources, so a long chain
+// of vertices that each have some, fed by one large source (a copy that is dear, or priced high
+// by a budget, ahead of many ops that would each run faster elsewhere), would take a phase per
+// vertex, quadratic in its length.
 #include "passes/mincut.h"
 
 #include <algorithm>
@@ -96,6 +101,65 @@ bool MinCut::buildLevels() {
     }
   }
   return sinkLevel_ != INT32_MAX;
+}
+
+// Depth-first from each source vertex, over arcs with residual capacity to vertices not yet
+// visited in this pass: each vertex reached takes what it can into its sink capacity and passes
+// the rest on to its children, and tells its parent how much it took in all. A flow on a forest
+// of paths, each arc looked at once.
+double MinCut::greedyFlow() {
+  std::fill(level_.begin(), level_.end(), -1);  // here: -1 unvisited, else visited in this pass
+  std::copy(first_.begin(), first_.end() - 1, next_.begin());
+  struct Frame {
+    int32_t vertex, arc;  // arc: the one it was reached by (-1: a source vertex)
+    double left, taken;   // what it may still take, what it took
+  };
+  std::vector<Frame> stack;
+  double flow = 0;
+  for (int32_t start : sources_) {
+    const auto s = static_cast<size_t>(start);
+    if (level_[s] >= 0 || terminal_[s] <= 0) continue;
+    level_[s] = 0;
+    stack.push_back({start, -1, terminal_[s], 0});
+    while (!stack.empty()) {
+      Frame &f = stack.back();
+      const auto at = static_cast<size_t>(f.vertex);
+      bool pushed = false;
+      for (int32_t &i = next_[at]; f.left > 0 && i < first_[at + 1]; ++i) {
+        const Arc &a = arc_[static_cast<size_t>(i)];
+        if (a.residual <= 0 || level_[static_cast<size_t>(a.to)] >= 0) continue;
+        const auto to = static_cast<size_t>(a.to);
+        level_[to] = 0;
+        Frame child{a.to, i, std::min(f.left, a.residual), 0};
+        if (terminal_[to] < 0) {  // its own sink capacity first
+          const double take = std::min(child.left, -terminal_[to]);
+          if (std::isinf(take)) return kInfinity;
+          terminal_[to] += take;
+          child.left -= take;
+          child.taken = take;
+        }
+        ++i;
+        stack.push_back(child);
+        pushed = true;
+        break;
+      }
+      if (pushed) continue;
+      const Frame done = f;
+      stack.pop_back();
+      if (done.arc >= 0) {
+        Arc &arc = arc_[static_cast<size_t>(done.arc)];
+        arc.residual -= done.taken;
+        arc_[static_cast<size_t>(arc.rev)].residual += done.taken;
+        Frame &parent = stack.back();
+        parent.left -= done.taken;
+        parent.taken += done.taken;
+      } else {
+        terminal_[s] -= done.taken;
+        flow += done.taken;
+      }
+    }
+  }
+  return flow;
 }
 
 double MinCut::blockingFlow() {
@@ -218,6 +282,7 @@ double MinCut::solve(int32_t source, int32_t sink, Ties ties) {
   }
   level_.resize(n);
   next_.resize(n);
+  if (!std::isinf(cut)) cut += greedyFlow();
   while (!std::isinf(cut) && buildLevels()) cut += blockingFlow();
   markSides(source, sink, ties);
   return cut;

@@ -54,6 +54,7 @@ class MinCut {
  private:
   void buildArcs(int32_t source, int32_t sink);
   bool buildLevels();
+  double greedyFlow();
   double blockingFlow();
   void markSides(int32_t source, int32_t sink, Ties ties);
 

@@ -23,13 +23,37 @@
 //                estimate, so the result is never worse than the start.
 //   4. record    Reason CostModel with each node's compute estimates per device
 // Ties keep a value where the move found it: on the target when nothing beats it.
+//
+// Budgets (options.budgets) are constraints of the plan, not only a check after it:
+//   directions  a copy in a direction set to `error` is forbidden. A plan is scored first by its
+//               forbidden copies, then by its estimate; in a move such a copy costs more than any
+//               plan's estimate (forbid_), so no move that adds one is kept and a move that removes
+//               one is. Before the moves, arc consistency over the network of per-run copies
+//               (placement_budget.h) takes out of each free value's devices those no plan without
+//               a forbidden copy uses, and the start moves off them: with two devices the one move
+//               is still exact, so a plan without forbidden copies is found whenever one exists.
+//               A forbidden copy the best plan keeps is an error naming the pins that force it.
+//   bytes       a cap on the bytes copied per run (maxTransferBytes) is global, so it is met by
+//               re-solving with a price per byte added to every copy (a Lagrangian relaxation):
+//               first one so high that bytes come first (the plan with the fewest bytes: exact
+//               with two devices), then, when that fits, a bisection on the price for the cheapest
+//               plan that fits, and each device alone; then, from the best plan within the cap,
+//               parts of the plan just over it are taken over greedily while they fit (fillCap).
+//               The best plan found is kept (the fewest bytes when none fits: the budget pass
+//               then names its transfers). A heuristic: the cheapest plan within the cap may be
+//               one that no price makes optimal (two equal layers, each worth its copy, move
+//               together under any price; the greedy fill finds the plan with one). Bytes are
+//               counted in the dtypes before the dtype pass, which the budget pass checks again.
+// Without `error` directions and a cap none of this runs, and the plan is the same as before.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string_view>
 #include <unordered_map>
 
 #include "passes/load_time.h"
 #include "passes/mincut.h"
+#include "passes/placement_budget.h"
 #include "passes/placement_impl.h"
 
 namespace ferry::placement {
@@ -41,10 +65,21 @@ constexpr double kInf = MinCut::kInfinity;
 constexpr int kMaxSweeps = 8;
 constexpr int32_t kSource = 0, kSink = 1;
 constexpr size_t kPrefetchAhead = 12;  // values, in record(): see Graph::prefetch
+// Bisection steps on the price per byte under a byte cap (each a solve).
+constexpr int kCapSteps = 12;
+// Groups of values a plan within a byte cap may take over from one beyond it (each a score).
+constexpr size_t kMaxFillGroups = 256;
+
+// A plan's standing: its forbidden copies first, then its estimate and the bytes it copies.
+struct Score {
+  int64_t forbidden = 0;  // per-run copies in a direction the budgets set to `error`
+  double seconds = 0;     // the estimate (fixed nodes' compute left out: it never changes)
+  double bytes = 0;       // copied per run
+};
 
 class AutoPlacer {
  public:
-  explicit AutoPlacer(Placer &p) : p_(p), g_(p.graph), k_(p.available) {}
+  explicit AutoPlacer(Placer &p) : p_(p), g_(p.graph), k_(p.available), rules_(p) {}
 
   void run() {
     if (!fix()) {
@@ -66,16 +101,10 @@ class AutoPlacer {
         used_.push_back(v);
         bytes_[v] = static_cast<double>(g_.value(v).type.byteSize());
       }
-    energy_ = energy();
-    if (k_ == 2) {
-      expand(p_.target == 0 ? 1 : 0);
-    } else {
-      bool improved = true;
-      for (int sweep = 0; sweep < kMaxSweeps && improved; ++sweep) {
-        improved = false;
-        for (size_t a = 0; a < k_; ++a) improved = expand(static_cast<Label>(a)) || improved;
-      }
-    }
+    if (rules_.any() || p_.options.budgets.maxTransferBytes) constrain();
+    solve();
+    if (p_.options.budgets.maxTransferBytes) meetCap();
+    if (energy_.forbidden > 0) reportForbidden();
     // Last to first: a weight's reader may follow a reader of its own (a param read by a cast
     // of it), and readers come later in free_.
     for (auto f = followers_.rbegin(); f != followers_.rend(); ++f)
@@ -195,14 +224,17 @@ class AutoPlacer {
     return costRow_[v] >= 0 ? cost_[costRow_[v] * k_ + l] : 0;
   }
 
+  // A copy's cost in a move: its estimate, and under budgets its price per byte, or forbid_.
   double transfer(ValueId v, Label from, Label to) const {
-    return p_.options.cost.transferSeconds(p_.devices[from], p_.devices[to], bytes_[v]);
+    const double t = p_.options.cost.transferSeconds(p_.devices[from], p_.devices[to], bytes_[v]);
+    if (!steer_ || from == to) return t;
+    return rules_.forbidden(from, to) ? forbid_ : t + lambda_ * bytes_[v];
   }
 
-  // The estimate of the current labels (fixed nodes' compute left out: it never changes).
-  double energy() {
-    double e = 0;
-    for (ValueId v : free_) e += own(v, p_.label[v]);
+  // The score of the current labels.
+  Score score() {
+    Score s;
+    for (ValueId v : free_) s.seconds += own(v, p_.label[v]);
     mark_.assign(p_.devices.size(), -1);
     for (ValueId v : used_) {
       Label lv = p_.label[v];
@@ -210,10 +242,18 @@ class AutoPlacer {
         Label l = p_.userLabel(u);
         if (l == lv || mark_[l] == v) continue;
         mark_[l] = v;
-        e += transfer(v, lv, l);
+        s.seconds += p_.options.cost.transferSeconds(p_.devices[lv], p_.devices[l], bytes_[v]);
+        s.bytes += bytes_[v];
+        s.forbidden += rules_.forbidden(lv, l);
       }
     }
-    return e;
+    return s;
+  }
+  // Fewer forbidden copies, then a lower estimate (with the price per byte).
+  bool better(const Score &a, const Score &b) const {
+    if (a.forbidden != b.forbidden) return a.forbidden < b.forbidden;
+    const double ea = a.seconds + lambda_ * a.bytes, eb = b.seconds + lambda_ * b.bytes;
+    return ea < eb - 1e-12 * eb;
   }
 
   // --- 3. an expansion move towards `alpha` as a minimum cut ---------------------------------
@@ -316,7 +356,7 @@ class AutoPlacer {
     vertex_.resize(g_.valueCount(), -1);
     int32_t count = 2;
     for (ValueId v : free_)
-      if (p_.label[v] != alpha && own(v, alpha) < kInf) vertex_[v] = count++;
+      if (p_.label[v] != alpha && own(v, alpha) < kInf && allows(v, alpha)) vertex_[v] = count++;
     if (count == 2) return false;
     cut_.clear(count);
     cut_.reserve(edgeBound());
@@ -337,13 +377,294 @@ class AutoPlacer {
       vertex_[v] = -1;
     }
     if (changed_.empty()) return false;
-    double e = energy();
-    if (e < energy_ - 1e-12 * energy_) {
+    const Score e = score();
+    if (better(e, energy_)) {
       energy_ = e;
       return true;
     }
     for (const auto &[v, l] : changed_) p_.label[v] = l;
     return false;
+  }
+
+  void solve() {
+    if (steer_) forbid_ = 4 * bound() + 1e-9;
+    energy_ = score();
+    if (k_ == 2) {
+      expand(p_.target == 0 ? 1 : 0);
+      return;
+    }
+    bool improved = true;
+    for (int sweep = 0; sweep < kMaxSweeps && improved; ++sweep) {
+      improved = false;
+      for (size_t a = 0; a < k_; ++a) improved = expand(static_cast<Label>(a)) || improved;
+    }
+  }
+
+  // --- budgets (see the overview) -------------------------------------------------------------
+  void constrain() {
+    steer_ = true;
+    budgetsBind_ = rules_.any();
+    if (rules_.any() && rules_.masks()) {
+      buildNetwork();
+      std::vector<uint64_t> domain = net_.domain;
+      // No plan without a forbidden copy: nothing to take out, the moves keep as few as they can.
+      if (propagate(rules_, net_.edges, domain)) {
+        allowed_.assign(g_.valueCount(), rules_.all());
+        for (ValueId v : free_)
+          if (!weight_[v]) allowed_[v] = domain[v];
+      }
+    }
+    // The start on devices a plan may use: with two devices only off the target where the target
+    // is ruled out (so that the one move still reaches every plan); with more, also where no
+    // operand can be copied to it.
+    for (ValueId v : free_) {
+      if (weight_[v] || costRow_[v] < 0) continue;
+      uint64_t ok = 0;
+      for (size_t l = 0; l < k_ && l < 64; ++l)
+        if (allows(v, static_cast<Label>(l)) && own(v, static_cast<Label>(l)) < kInf)
+          ok |= uint64_t{1} << l;
+      if (k_ > 2 && rules_.masks()) {
+        uint64_t fit = ok;
+        for (ValueId o : g_.producer(v)->operands)
+          if (!weight_[o] && p_.label[o] != kNone)
+            fit &= rules_.readableFrom(uint64_t{1} << p_.label[o]);
+        if (fit) ok = fit;
+      }
+      const Label l = p_.label[v];
+      if (ok == 0 || (l < 64 && (ok >> l & 1))) continue;
+      Label pick = static_cast<Label>(std::countr_zero(ok));
+      if (p_.cpu != kNone && p_.cpu < 64 && (ok >> p_.cpu & 1)) pick = p_.cpu;
+      if (p_.target < 64 && (ok >> p_.target & 1)) pick = p_.target;
+      p_.label[v] = pick;
+    }
+    start_.clear();
+    for (ValueId v : free_) start_.push_back(p_.label[v]);
+  }
+
+  bool allows(ValueId v, Label l) const {
+    return allowed_.empty() || l >= 64 || (allowed_[v] >> l & 1) != 0;
+  }
+
+  // The network of per-run copies: a variable per value (weights take no part), then one per
+  // output; edges from each value, inputs first and then in node order, to its readers.
+  void buildNetwork() {
+    const auto values = static_cast<int32_t>(g_.valueCount());
+    net_.values = values;
+    net_.domain.assign(values + g_.outputs().size(), rules_.all());
+    net_.fixed.assign(net_.domain.size(), 0);
+    std::vector<uint8_t> free(g_.valueCount(), 0);
+    for (ValueId v : free_) free[v] = 1;
+    for (int32_t v = 0; v < values; ++v) {
+      const Label l = p_.label[v];
+      if (l == kNone || weight_[v]) continue;
+      if (!free[v]) {
+        net_.fixed[v] = 1;
+        net_.domain[v] = uint64_t{1} << l;
+      } else if (costRow_[v] >= 0) {
+        uint64_t d = 0;
+        for (size_t k = 0; k < k_; ++k)
+          if (own(v, static_cast<Label>(k)) < kInf) d |= uint64_t{1} << k;
+        net_.domain[v] = d;
+      }
+    }
+    for (size_t i = 0; i < g_.outputs().size(); ++i)
+      if (p_.outputPin[i] != kNone) {
+        net_.fixed[values + i] = 1;
+        net_.domain[values + i] = uint64_t{1} << p_.outputPin[i];
+      }
+    net_.edges.clear();
+    auto from = [&](ValueId v) {
+      if (p_.label[v] == kNone || weight_[v]) return;
+      for (int32_t u : p_.users(v)) net_.edges.emplace_back(v, u >= 0 ? u : values + ~u);
+    };
+    for (const InputDecl &in : g_.inputs()) from(in.value);
+    for (NodeId id : g_.order()) from(g_.node(id).result);
+  }
+
+  // More than the estimate of any plan (with the price per byte): what a forbidden copy costs in
+  // a move. Each free value's dearest device, and each used value copied to every other device
+  // over the dearest link.
+  double bound() const {
+    double latency = 0, perByte = 0;
+    constexpr double kBytes = 1e12;
+    for (size_t a = 0; a < k_; ++a)
+      for (size_t b = 0; b < k_; ++b) {
+        if (a == b) continue;
+        const double lat = p_.options.cost.transferSeconds(p_.devices[a], p_.devices[b], 0);
+        const double big = p_.options.cost.transferSeconds(p_.devices[a], p_.devices[b], kBytes);
+        latency = std::max(latency, lat);
+        perByte = std::max(perByte, (big - lat) / kBytes);
+      }
+    perByte = perByte * 1.01 + lambda_;
+    double u = 0;
+    for (ValueId v : free_) {
+      double dearest = 0;
+      for (size_t l = 0; l < k_; ++l)
+        if (const double c = own(v, static_cast<Label>(l)); c < kInf)
+          dearest = std::max(dearest, c);
+      u += dearest;
+    }
+    for (ValueId v : used_) {
+      const double copies = static_cast<double>(std::min(p_.users(v).size(), k_ - 1));
+      u += copies * (latency + perByte * bytes_[v]);
+    }
+    return u;
+  }
+
+  // The byte cap: see the overview.
+  void meetCap() {
+    const auto cap = static_cast<double>(*p_.options.budgets.maxTransferBytes);
+    if (energy_.bytes <= cap) return;
+    budgetsBind_ = true;
+    const double bytes0 = energy_.bytes, u = bound();
+    Score best = energy_;
+    std::vector<Label> bestLabels = labels(), over = bestLabels;
+    auto consider = [&] {
+      if (!fitsBetter(energy_, best, cap)) return;
+      best = energy_;
+      bestLabels = labels();
+    };
+    // The fewest bytes: one byte outweighs any difference in seconds.
+    lambda_ = 4 * u + 1e-12;
+    restart();
+    solve();
+    consider();
+    p_.ctx.stats.autoFewestTransferBytes = std::llround(energy_.bytes);
+    p_.ctx.stats.autoFewestExact = k_ == 2;
+    if (energy_.bytes <= cap) {
+      double lo = u / std::max(1.0, bytes0) * 1e-6, hi = lambda_;
+      for (int step = 0; step < kCapSteps; ++step) {
+        lambda_ = std::sqrt(lo * hi);
+        restart();
+        solve();
+        consider();
+        if (energy_.bytes > cap) over = labels();
+        (energy_.bytes <= cap ? hi : lo) = lambda_;
+      }
+    }
+    lambda_ = 0;
+    // Each device alone, where the budgets and the kernels let every free value be.
+    for (size_t l = 0; l < k_; ++l) {
+      restart();
+      for (ValueId v : free_)
+        if (!weight_[v] && own(v, static_cast<Label>(l)) < kInf && allows(v, static_cast<Label>(l)))
+          p_.label[v] = static_cast<Label>(l);
+      energy_ = score();
+      consider();
+    }
+    setLabels(bestLabels);
+    energy_ = score();
+    if (energy_.bytes <= cap) {
+      fillCap(over, cap);
+      if (fitsBetter(energy_, best, cap)) return;
+      setLabels(bestLabels);
+      energy_ = score();
+    }
+  }
+
+  // From the plan in place (within the cap), takes over parts of `over` (a plan over the cap):
+  // the groups of adjacent values whose devices differ, in the order of the seconds each saves
+  // per byte it adds, each where the plan stays within the cap. Where several parts of a model
+  // weigh the same (two equal layers), no price per byte tells them apart: the price moves them
+  // all at once, and this fills the room the cap leaves.
+  void fillCap(const std::vector<Label> &over, double cap) {
+    std::vector<int32_t> index(g_.valueCount(), -1), parent;  // free value -> its differing index
+    std::vector<size_t> differ;
+    for (size_t i = 0; i < free_.size(); ++i)
+      if (p_.label[free_[i]] != over[i]) {
+        index[free_[i]] = static_cast<int32_t>(differ.size());
+        differ.push_back(i);
+      }
+    if (differ.empty()) return;
+    parent.resize(differ.size());
+    for (size_t d = 0; d < differ.size(); ++d) parent[d] = static_cast<int32_t>(d);
+    auto root = [&](int32_t d) {
+      while (parent[d] != d) d = parent[d] = parent[parent[d]];
+      return d;
+    };
+    for (size_t d = 0; d < differ.size(); ++d)
+      for (int32_t u : p_.users(free_[differ[d]]))
+        if (u >= 0 && index[u] >= 0) parent[root(index[u])] = root(static_cast<int32_t>(d));
+    std::vector<std::vector<size_t>> groups(differ.size());
+    for (size_t d = 0; d < differ.size(); ++d)
+      groups[root(static_cast<int32_t>(d))].push_back(differ[d]);
+    std::erase_if(groups, [](const std::vector<size_t> &g) { return g.empty(); });
+    if (groups.size() > kMaxFillGroups) groups.resize(kMaxFillGroups);
+    const Score base = energy_;
+    std::vector<std::pair<double, size_t>> order;  // (seconds saved per byte added, group)
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      const Score s = swapped(groups[gi], over);
+      const double saved = base.seconds - s.seconds, added = s.bytes - base.bytes;
+      if (saved > 0 && s.forbidden <= base.forbidden)
+        order.emplace_back(added <= 0 ? kInf : saved / added, gi);
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto &a, const auto &b) { return a.first > b.first; });
+    for (const auto &[ratio, gi] : order) {
+      std::vector<Label> kept;
+      for (size_t i : groups[gi]) kept.push_back(p_.label[free_[i]]), p_.label[free_[i]] = over[i];
+      const Score s = score();
+      if (s.forbidden <= energy_.forbidden && s.bytes <= cap &&
+          s.seconds < energy_.seconds - 1e-12 * energy_.seconds) {
+        energy_ = s;
+        continue;
+      }
+      for (size_t j = 0; j < groups[gi].size(); ++j) p_.label[free_[groups[gi][j]]] = kept[j];
+    }
+  }
+  // The score with `group` (indices into free_) on its devices in `over`; the labels are left as
+  // they were.
+  Score swapped(const std::vector<size_t> &group, const std::vector<Label> &over) {
+    std::vector<Label> kept;
+    for (size_t i : group) kept.push_back(p_.label[free_[i]]), p_.label[free_[i]] = over[i];
+    const Score s = score();
+    for (size_t j = 0; j < group.size(); ++j) p_.label[free_[group[j]]] = kept[j];
+    return s;
+  }
+  void setLabels(const std::vector<Label> &labels) {
+    for (size_t i = 0; i < free_.size(); ++i) p_.label[free_[i]] = labels[i];
+  }
+
+  // Under a cap: fewer forbidden copies, then within the cap, then fewer seconds (within) or
+  // fewer bytes (over).
+  static bool fitsBetter(const Score &a, const Score &b, double cap) {
+    if (a.forbidden != b.forbidden) return a.forbidden < b.forbidden;
+    const bool fa = a.bytes <= cap, fb = b.bytes <= cap;
+    if (fa != fb) return fa;
+    if (!fa && a.bytes != b.bytes) return a.bytes < b.bytes;
+    return a.seconds < b.seconds - 1e-12 * b.seconds;
+  }
+  std::vector<Label> labels() const {
+    std::vector<Label> out;
+    out.reserve(free_.size());
+    for (ValueId v : free_) out.push_back(p_.label[v]);
+    return out;
+  }
+  void restart() {
+    if (start_.empty()) start_ = labels();  // the first solve started from the labels as they are
+    for (size_t i = 0; i < free_.size(); ++i) p_.label[free_[i]] = start_[i];
+  }
+
+  // The forbidden copies the plan kept: each an error naming what forces it.
+  void reportForbidden() {
+    std::vector<ForbiddenCopy> copies;
+    for (ValueId v : used_) {
+      const size_t first = copies.size();
+      const Label lv = p_.label[v];
+      for (int32_t u : p_.users(v)) {
+        const Label l = p_.userLabel(u);
+        if (!rules_.forbidden(lv, l)) continue;
+        auto c = std::find_if(copies.begin() + static_cast<std::ptrdiff_t>(first), copies.end(),
+                              [&](const ForbiddenCopy &f) { return f.to == l; });
+        if (c == copies.end()) c = copies.insert(copies.end(), ForbiddenCopy{v, lv, l, {}});
+        c->readers.push_back(u >= 0 ? u : net_.values + ~u);
+      }
+    }
+    for (ForbiddenCopy &c : copies)
+      if (!net_.fixed.empty())
+        std::stable_partition(c.readers.begin(), c.readers.end(),
+                              [&](int32_t r) { return net_.fixed[r] != 0; });
+    reportForcedCopies(p_, net_, rules_, copies);
   }
 
   // 4. record
@@ -434,7 +755,8 @@ class AutoPlacer {
     }
     // The compute estimates alone do not explain a choice they do not favour: the transfers do.
     if (!cheapest)
-      text.append("; moving data would cost more");
+      text.append(budgetsBind_ ? "; moving data would cost more, or break a budget"
+                               : "; moving data would cost more");
     else if (tied)
       text.append("; as fast elsewhere: chosen for its transfers, or kept where placement started "
                   "if those tie too");
@@ -452,7 +774,7 @@ class AutoPlacer {
   std::vector<uint8_t> weight_;     // per value: a weight (load_time.h), its transfers free per run
   std::vector<std::pair<ValueId, ValueId>> followers_;  // (value, the result of its first reader)
   std::vector<double> bytes_;                           // per used value: its size
-  double energy_ = 0;
+  Score energy_;
   std::vector<ValueId> mark_;
 
   Label alpha_ = 0;
@@ -463,6 +785,16 @@ class AutoPlacer {
   std::vector<uint8_t> fixedOn_;               // per device: a fixed user is on it
   std::vector<Label> touched_;
   std::vector<std::pair<ValueId, Label>> changed_;
+
+  // Budgets: see the overview.
+  CopyRules rules_;
+  bool steer_ = false;        // a budget constrains the plan (an `error` direction or a byte cap)
+  bool budgetsBind_ = false;  // ... and may have changed it (said in the reasons)
+  double forbid_ = 0;         // a forbidden copy's cost in a move
+  double lambda_ = 0;         // seconds per byte added to every copy, under a byte cap
+  CopyNetwork net_;
+  std::vector<uint64_t> allowed_;  // per value: the devices a plan may use (empty: all)
+  std::vector<Label> start_;       // per free value: where the solves start
 
   // record(): the CostModel texts, per distinct row of estimates (keyed by its bytes in cost_)
   // and device.

@@ -213,6 +213,32 @@ TEST(MinCut, TerminalCapacitiesEqualTheBestOfAllCutsOnRandomNetworks) {
   EXPECT_GT(negative, 200) << "the rounds include negative terminal capacities";
 }
 
+// One large source capacity at the head of a long chain whose every vertex has a little sink
+// capacity: what auto placement builds under a byte cap (a copy priced high ahead of many ops that
+// would each run faster elsewhere). Dinic's phases reach one vertex further each, so this took a
+// time quadratic in the chain (minutes at this length) before the greedy first pass; now it is
+// a moment. Checked for its answer, not timed: a quadratic solve runs into the test's timeout.
+TEST(MinCut, ALongChainOfSinkCapacitiesIsFilledInOnePass) {
+  constexpr int kChain = 200000;
+  MinCut cut(kChain + 2);
+  const int s = kChain, t = kChain + 1;
+  cut.addTerminal(0, 1e6, 0);
+  for (int v = 0; v < kChain; ++v) {
+    if (v + 1 < kChain) cut.addEdge(v, v + 1, 1e6);
+    cut.addTerminal(v, 0, 1e-5);
+  }
+  EXPECT_NEAR(cut.solve(s, t, MinCut::Ties::LargeSource), kChain * 1e-5, 1e-9);
+  for (int v = 0; v < kChain; v += kChain / 8) EXPECT_TRUE(cut.onSourceSide(v)) << v;
+  // The same with the chain reached in reverse order of the arcs' insertion.
+  MinCut back(kChain + 2);
+  back.addTerminal(kChain - 1, 1e6, 0);
+  for (int v = kChain - 1; v >= 0; --v) {
+    if (v > 0) back.addEdge(v, v - 1, 1e6);
+    back.addTerminal(v, 0, 1e-5);
+  }
+  EXPECT_NEAR(back.solve(s, t), kChain * 1e-5, 1e-9);
+}
+
 TEST(MinCutDeathTest, BadTerminalCapacitiesAbort) {
   MinCut cut(3);
   EXPECT_DEATH(cut.addTerminal(3, 1, 1), "vertex 3 of 3");

@@ -1,10 +1,13 @@
 // tests/passes/placement_optimum_test.cpp — cost-based placement against a brute-force optimum
 // on random small graphs: exact with two devices, never worse than "everything on the target"
-// with more, and idempotent.
+// with more, and idempotent; under budgets (`error` directions, a byte cap), against the
+// brute-force optimum of the plans within them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -284,6 +287,272 @@ TEST(AutoOptimum, AutoIsIdempotentOnRandomGraphs) {
     if (!r.ok()) continue;
     expectIdempotent(r, c.options);
   }
+}
+
+// ---- budgets as constraints of auto, against brute force ----------------------------------
+
+// What the budgets see of a plan, from their definition: one per-run copy per value that is no
+// weight (a param or a constant) and other device that reads it (a node or a pinned output),
+// each forbidden when its direction is set to `error`, and the bytes they copy.
+struct Copies {
+  int forbidden = 0;
+  double bytes = 0;
+};
+
+Copies copiesOf(const Graph &g, const CompileOptions &o, const std::vector<Device> &dev) {
+  Copies c;
+  std::vector<std::vector<NodeId>> users = g.users();
+  for (ValueId v = 0; v < static_cast<ValueId>(g.valueCount()); ++v) {
+    const Value &val = g.value(v);
+    if (val.kind == ValueKind::Param ||
+        (val.kind == ValueKind::Result && g.producer(v)->op == OpKind::Constant))
+      continue;
+    std::set<Device> to;
+    for (NodeId u : users[v]) to.insert(dev[g.node(u).result]);
+    for (const OutputDecl &out : g.outputs())
+      if (out.value == v && out.pin) to.insert(*out.pin);
+    to.erase(dev[v]);
+    for (Device d : to) {
+      c.forbidden += o.budgets.action(transferDirection(dev[v], d)) == BudgetAction::Error;
+      c.bytes += static_cast<double>(val.type.byteSize());
+    }
+  }
+  return c;
+}
+
+struct Constrained {
+  double best = INFINITY;           // the cheapest plan within the budgets (INFINITY: none)
+  int fewestForbidden = INT32_MAX;  // over every plan a kernel allows
+  double fewestBytes = INFINITY;    // over the plans without forbidden copies
+};
+
+Constrained bruteForceWithin(const Graph &g, const CompileOptions &o) {
+  Assignments a = assignments(g, o);
+  const size_t k = o.devices.size();
+  Constrained c;
+  std::vector<size_t> digits(a.free.size(), 0);
+  std::vector<Device> dev = a.fixed;
+  while (true) {
+    for (size_t i = 0; i < a.free.size(); ++i) dev[a.free[i]] = o.devices[digits[i]];
+    if (const double e = estimate(g, o, dev); std::isfinite(e)) {
+      const Copies copies = copiesOf(g, o, dev);
+      c.fewestForbidden = std::min(c.fewestForbidden, copies.forbidden);
+      if (copies.forbidden == 0) {
+        c.fewestBytes = std::min(c.fewestBytes, copies.bytes);
+        const auto cap = o.budgets.maxTransferBytes;
+        if (!cap || copies.bytes <= static_cast<double>(*cap)) c.best = std::min(c.best, e);
+      }
+    }
+    size_t i = 0;
+    while (i < digits.size() && ++digits[i] == k) digits[i++] = 0;
+    if (i == digits.size()) break;
+  }
+  return c;
+}
+
+// Each direction that the devices have set to `error` with probability 0.4 (at least one).
+void randomDirections(Random &rng, CompileOptions &o) {
+  std::vector<TransferDirection> present;
+  for (Device a : o.devices)
+    for (Device b : o.devices)
+      if (a != b) present.push_back(transferDirection(a, b));
+  std::sort(present.begin(), present.end());
+  present.erase(std::unique(present.begin(), present.end()), present.end());
+  bool any = false;
+  for (TransferDirection d : present) {
+    if (!rng.chance(0.4)) continue;
+    any = true;
+    if (d == TransferDirection::H2D) o.budgets.h2d = BudgetAction::Error;
+    if (d == TransferDirection::D2H) o.budgets.d2h = BudgetAction::Error;
+    if (d == TransferDirection::D2D) o.budgets.d2d = BudgetAction::Error;
+    if (d == TransferDirection::H2H) o.budgets.h2h = BudgetAction::Error;
+  }
+  if (!any) return randomDirections(rng, o);
+}
+
+std::vector<const Diagnostic *> budgetErrors(const CompileResult &r) {
+  std::vector<const Diagnostic *> out;
+  for (const Diagnostic &d : r.diagnostics)
+    if (d.severity == Severity::Error && d.code == "budget") out.push_back(&d);
+  return out;
+}
+
+// "cost / constrained optimum: median 1, 90% 1.02, max 1.3 (n=250)".
+std::string ratios(std::vector<double> r) {
+  if (r.empty()) return "no cases";
+  std::sort(r.begin(), r.end());
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "median %.4g, 90%% %.4g, 99%% %.4g, max %.4g (n=%zu)",
+                r[r.size() / 2], r[r.size() * 9 / 10], r[r.size() * 99 / 100], r.back(), r.size());
+  return buf;
+}
+
+int proven_ = 0, unproven_ = 0;  // budget errors that name the pins forcing the copy, or not
+
+// Runs auto under the case's budgets and checks it against brute force: a plan within the budgets
+// whenever one exists (its cost's ratio to the cheapest such plan into `ratio`), else a budget
+// error per forbidden copy the fewest possible need, each saying what forces it. Returns whether
+// brute force found a plan within the budgets (-1: the case does not compile for other reasons).
+int checkWithinBudgets(uint64_t seed, const RandomCase &c, std::vector<double> &ratio, bool exact) {
+  CompileResult r = compile(c.graph, c.options);
+  const Constrained want = bruteForceWithin(c.graph, c.options);
+  if (!r.ok() && budgetErrors(r).empty()) {
+    EXPECT_NE(text(r).find("no kernel"), std::string::npos) << "seed " << seed << text(r);
+    return -1;
+  }
+  if (std::isfinite(want.best)) {
+    EXPECT_TRUE(r.ok()) << "seed " << seed << ": a plan within the budgets exists\n"
+                        << text(r) << printGraph(c.graph);
+    if (!r.ok()) return 1;
+    expectConsistent(r.graph);
+    const std::vector<Device> dev = placedDevices(c.graph, r.graph);
+    const Copies copies = copiesOf(c.graph, c.options, dev);
+    EXPECT_EQ(copies.forbidden, 0) << "seed " << seed << "\n" << printGraph(r.graph);
+    if (const auto cap = c.options.budgets.maxTransferBytes; cap && exact) {
+      EXPECT_LE(copies.bytes, static_cast<double>(*cap)) << "seed " << seed;
+    }
+    const double got = estimate(c.graph, c.options, dev);
+    EXPECT_GE(got, want.best * (1 - 1e-9)) << "seed " << seed;
+    ratio.push_back(got / want.best);
+    if (seed % 4 == 0) expectIdempotent(r, c.options);
+    return 1;
+  }
+  if (want.fewestForbidden > 0) {
+    // No plan without a forbidden copy: one error per copy of the plan with the fewest.
+    EXPECT_FALSE(r.ok()) << "seed " << seed;
+    std::vector<const Diagnostic *> errors = budgetErrors(r);
+    if (exact) {
+      EXPECT_EQ(static_cast<int>(errors.size()), want.fewestForbidden)
+          << "seed " << seed << text(r);
+      for (const Diagnostic *d : errors)
+        EXPECT_NE(d->message.find(" is forced"), std::string::npos)
+            << "seed " << seed << text(r) << printGraph(c.graph) << "target "
+            << c.options.target.str();
+    } else {
+      EXPECT_GE(static_cast<int>(errors.size()), want.fewestForbidden) << "seed " << seed;
+    }
+    for (const Diagnostic *d : errors)
+      (d->message.find(" is forced") != std::string::npos ? proven_ : unproven_)++;
+  }
+  return 0;
+}
+
+TEST(AutoBudgets, TwoDevicesFindTheCheapestPlanWithoutForbiddenCopiesOrSayWhatForcesOne) {
+  const std::vector<std::vector<Device>> pairs = {{Device::cpu(), Device::cuda(0)},
+                                                  {Device::cpu(), Device::cpu(1)},
+                                                  {Device::cuda(0), Device::cuda(1)}};
+  int feasible = 0, infeasible = 0, steered = 0;
+  std::vector<double> ratio;
+  for (uint64_t seed = 1; seed <= 600; ++seed) {
+    RandomCase c = randomCase(seed * 104729, pairs[seed % pairs.size()], 12);
+    Random rng{seed};
+    randomDirections(rng, c.options);
+    const int within = checkWithinBudgets(seed, c, ratio, true);
+    if (within < 0) continue;
+    (within ? feasible : infeasible)++;
+    if (within) {
+      // The unconstrained optimum copies in a forbidden direction: the budgets changed the plan.
+      CompileOptions free = c.options;
+      free.budgets = {};
+      CompileResult r = compile(c.graph, free);
+      steered += r.ok() && copiesOf(c.graph, c.options, placedDevices(c.graph, r.graph)).forbidden;
+    }
+  }
+  std::printf("two devices: %d within the budgets (%d steered off a forbidden copy), %d forced; "
+              "cost / constrained optimum: %s\n",
+              feasible, steered, infeasible, ratios(ratio).c_str());
+  // Exact: the cut's optimum with forbidden copies priced above every plan.
+  for (double x : ratio) EXPECT_NEAR(x, 1, 1e-9);
+  EXPECT_GE(feasible, 200);
+  EXPECT_GE(infeasible, 50);
+  EXPECT_GE(steered, 10);
+}
+
+TEST(AutoBudgets, MoreDevicesNeverKeepAForbiddenCopyAPlanAvoids) {
+  int feasible = 0, infeasible = 0;
+  proven_ = unproven_ = 0;
+  std::vector<double> ratio;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    std::vector<Device> devices = {Device::cpu(), Device::cuda(0), Device::cuda(1)};
+    if (seed % 2) devices.push_back(Device::cpu(1));
+    RandomCase c = randomCase(seed * 7907, devices, seed % 2 ? 6 : 8);
+    Random rng{seed * 3};
+    randomDirections(rng, c.options);
+    const int within = checkWithinBudgets(seed, c, ratio, false);
+    if (within >= 0) (within ? feasible : infeasible)++;
+  }
+  std::printf("more devices: %d within the budgets, %d forced (errors: %d proven by arc "
+              "consistency, %d not); cost / constrained optimum: %s\n",
+              feasible, infeasible, proven_, unproven_, ratios(ratio).c_str());
+  EXPECT_GE(feasible, 100);
+  EXPECT_GE(infeasible, 20);
+  // Expansion moves are a heuristic; most plans are the constrained optimum.
+  const auto optimal =
+      std::count_if(ratio.begin(), ratio.end(), [](double x) { return x < 1 + 1e-9; });
+  EXPECT_GE(optimal, static_cast<long>(ratio.size() * 8 / 10));
+}
+
+// A cap on per-run bytes between the fewest a plan can copy and what the cheapest plan copies.
+TEST(AutoBudgets, AByteCapIsMetWheneverAPlanMeetsIt) {
+  int binding = 0, met = 0, unmeetable = 0, missed = 0;
+  std::vector<double> ratio, ratioMore;
+  for (uint64_t seed = 1; seed <= 800; ++seed) {
+    const bool two = seed % 3 != 0;
+    std::vector<Device> devices =
+        two ? std::vector<Device>{Device::cpu(), Device::cuda(0)}
+            : std::vector<Device>{Device::cpu(), Device::cuda(0), Device::cpu(1)};
+    RandomCase c = randomCase(seed * 15485863, devices, two ? 12 : 7);
+    Random rng{seed * 5};
+    if (rng.chance(0.3)) randomDirections(rng, c.options);
+    CompileResult unconstrained = compile(c.graph, c.options);
+    if (!unconstrained.ok()) continue;
+    const double bytes =
+        copiesOf(c.graph, c.options, placedDevices(c.graph, unconstrained.graph)).bytes;
+    const Constrained all = bruteForceWithin(c.graph, c.options);
+    if (bytes == 0 || !std::isfinite(all.fewestBytes) || bytes <= all.fewestBytes) continue;
+    // Sometimes one byte under the fewest possible: no plan meets it.
+    const bool possible = all.fewestBytes == 0 || rng.chance(0.8);
+    const double cap = possible ? all.fewestBytes + rng.chance(0.5) * (bytes - all.fewestBytes) / 2
+                                : all.fewestBytes - 1;
+    c.options.budgets.maxTransferBytes = static_cast<int64_t>(cap);
+    ++binding;
+    CompileResult r = compile(c.graph, c.options);
+    ASSERT_TRUE(r.ok()) << "seed " << seed << text(r);  // placement alone: the cap steers it
+    const std::vector<Device> dev = placedDevices(c.graph, r.graph);
+    const Copies copies = copiesOf(c.graph, c.options, dev);
+    EXPECT_EQ(copies.forbidden, 0) << "seed " << seed;
+    EXPECT_EQ(r.stats.autoFewestTransferBytes >= 0, true) << "seed " << seed;
+    const Constrained want = bruteForceWithin(c.graph, c.options);
+    if (!std::isfinite(want.best)) {
+      ++unmeetable;
+      // The plan with the fewest bytes, so that the budget pass names what cannot be avoided.
+      if (two) {
+        EXPECT_EQ(copies.bytes, all.fewestBytes) << "seed " << seed;
+        EXPECT_EQ(r.stats.autoFewestTransferBytes, static_cast<int64_t>(all.fewestBytes));
+        EXPECT_TRUE(r.stats.autoFewestExact);
+      }
+      continue;
+    }
+    const bool within = copies.bytes <= cap;
+    if (two) {
+      EXPECT_TRUE(within) << "seed " << seed << " cap " << cap << "\n" << printGraph(r.graph);
+    }
+    if (!within) {
+      ++missed;
+      continue;
+    }
+    ++met;
+    const double got = estimate(c.graph, c.options, dev);
+    EXPECT_GE(got, want.best * (1 - 1e-9)) << "seed " << seed;
+    (two ? ratio : ratioMore).push_back(got / want.best);
+  }
+  std::printf("byte caps: %d binding, %d met, %d missed (more than two devices), %d no plan "
+              "meets; cost / constrained optimum, two devices: %s; more: %s\n",
+              binding, met, missed, unmeetable, ratios(ratio).c_str(),
+              ratioMore.empty() ? "-" : ratios(ratioMore).c_str());
+  EXPECT_GE(binding, 120);
+  EXPECT_GE(unmeetable, 10);
+  EXPECT_LE(missed, binding / 20);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 // Each seed makes one graph (tests/common/random_graph.h) over {cpu, cpu:1} or {cpu, cpu:1,
 // cpu:2} with random device pins, input devices, dtype pins, mixed dtypes and scalar literals,
 // and compiles it under all 8 policy combinations (placement strict|auto x dtype
-// strict|promote|autocast=f16|autocast=bf16). Then:
+// strict|promote|autocast=f16|autocast=bf16), and under auto with the budget h2h=error (dtype
+// strict and autocast=f16). Then:
 //   1. invariants  every operand on its node's device (transfers excepted), data operands of the
 //                  dtype the op's rule needs, no value transferred twice to one device, pins and
 //                  declared input devices kept, output types unchanged, verify() ok
@@ -20,6 +21,10 @@
 //   5. load time   the statistics count transfers of weights (params pinned elsewhere, constants,
 //                  their copies and casts) apart, as done once at load, and only those: checked
 //                  against the graph by the test's own reading of DESIGN.md
+//   6. budgets     auto under h2h=error (every device is a host, so every per-run copy is one)
+//                  compiles without a per-run copy exactly when the oracle below finds a plan
+//                  without one, and otherwise is rejected with budget errors that each say what
+//                  forces the copy
 // The seeds are split into shards, one ctest each, so that `ctest -j2` runs them side by side.
 #include <gtest/gtest.h>
 
@@ -51,6 +56,7 @@ const std::vector<OpKind> &kWellConditioned = testutil::wellConditionedOps();
 struct Policy {
   PlacementPolicy placement;
   DTypePolicy dtype;
+  bool noHostCopies = false;  // the budget h2h=error
 };
 
 std::vector<Policy> allPolicies() {
@@ -61,11 +67,14 @@ std::vector<Policy> allPolicies() {
                                  DTypePolicy{DTypePolicy::Kind::Autocast, DType::F16},
                                  DTypePolicy{DTypePolicy::Kind::Autocast, DType::BF16}})
       out.push_back({p, d});
+  out.push_back({PlacementPolicy::Auto, {DTypePolicy::Kind::Strict, DType::F16}, true});
+  out.push_back({PlacementPolicy::Auto, {DTypePolicy::Kind::Autocast, DType::F16}, true});
   return out;
 }
 
 std::string policyName(const Policy &p) {
-  return "placement=" + std::string(placementPolicyName(p.placement)) + " dtype=" + p.dtype.str();
+  return "placement=" + std::string(placementPolicyName(p.placement)) + " dtype=" + p.dtype.str() +
+         (p.noHostCopies ? " transfers h2h=error" : "");
 }
 
 // ---- the oracle ------------------------------------------------------------------------------
@@ -129,6 +138,53 @@ std::vector<std::string> strictConflicts(const Graph &g, Device target) {
   for (const ParamDecl &p : g.params())
     if (!dev[p.value]) fromConsumers(p.value);
   return conflicts;
+}
+
+// Whether a plan without a per-run copy exists on host devices that all have every kernel,
+// written from DESIGN.md and not from the passes: a weight (a param, a constant, or a transfer,
+// cast or identity of a weight) is copied at load, never per run; any other value is copied per
+// run to each other device that reads it. So a plan without one puts every value that is not a
+// weight where each node reading it runs: the values joined by such reads share a device, and
+// each such group may hold at most one device that placement cannot choose (an input's
+// declaration, a node's pin, a transfer's `to`, an output's pin).
+bool planWithoutCopies(const Graph &g) {
+  const size_t n = g.valueCount();
+  std::vector<size_t> parent(n);
+  for (size_t v = 0; v < n; ++v) parent[v] = v;
+  auto root = [&](size_t v) {
+    while (parent[v] != v) v = parent[v] = parent[parent[v]];
+    return v;
+  };
+  std::vector<uint8_t> weight(n, 0);
+  for (const ParamDecl &p : g.params()) weight[p.value] = 1;
+  std::vector<std::optional<Device>> fixed(n);
+  for (const InputDecl &in : g.inputs()) fixed[in.value] = in.device;
+  for (NodeId id : g.order()) {
+    const Node &node = g.node(id);
+    const bool copyOfWeight =
+        (node.op == OpKind::Transfer || node.op == OpKind::Cast || node.op == OpKind::Identity) &&
+        weight[node.operands[0]];
+    if (node.op == OpKind::Constant || copyOfWeight) {
+      weight[node.result] = 1;
+      continue;
+    }
+    if (node.op == OpKind::Transfer)
+      fixed[node.result] = attrDevice(node.info(), node.attrs, "to");
+    else if (node.pinDevice)
+      fixed[node.result] = node.pinDevice;
+    for (ValueId o : node.operands)
+      if (!weight[o]) parent[root(o)] = root(node.result);
+  }
+  std::vector<std::vector<Device>> held(n);
+  auto hold = [&](size_t v, Device d) { held[root(v)].push_back(d); };
+  for (size_t v = 0; v < n; ++v)
+    if (fixed[v] && !weight[v]) hold(v, *fixed[v]);
+  for (const OutputDecl &o : g.outputs())
+    if (o.pin && !weight[o.value]) hold(o.value, *o.pin);
+  for (const std::vector<Device> &devices : held)
+    for (Device d : devices)
+      if (d != devices.front()) return false;
+  return true;
 }
 
 // ---- values ----------------------------------------------------------------------------------
@@ -252,7 +308,8 @@ bool hasCode(const CompileResult &r, std::string_view code) {
 struct Tally {
   int graphs = 0, compiled = 0, deviceRejections = 0, dtypeRejections = 0;
   int oracleConflicts = 0, withTransfers = 0, withCasts = 0, exactChecks = 0;
-  int withLoadTransfers = 0;  // under auto: weights moved once, at load
+  int withLoadTransfers = 0;                   // under auto: weights moved once, at load
+  int budgetedCompiles = 0, budgetForced = 0;  // under auto with h2h=error
   int toleranceChecks = 0, withLiterals = 0;
   std::map<std::string, int> otherRejections;  // by diagnostic code
 };
@@ -287,6 +344,7 @@ TEST_P(Property, RandomGraphsCompileSoundly) {
                                       [&](NodeId n) { return g.node(n).literal.has_value(); });
     const std::vector<std::string> conflicts = strictConflicts(g, Device::cpu());
     tally.oracleConflicts += !conflicts.empty();
+    const bool withoutCopies = planWithoutCopies(g);
 
     const std::map<std::string, TensorData> inputs = randomInputs(g, static_cast<uint64_t>(seed));
     Expected<std::vector<TensorData>> want = reference::run(g, inputs);
@@ -300,6 +358,7 @@ TEST_P(Property, RandomGraphsCompileSoundly) {
       options.devices = devices;
       options.placement = policy.placement;
       options.dtype = policy.dtype;
+      if (policy.noHostCopies) options.budgets.h2h = BudgetAction::Error;
       CompileResult r = compile(g, options);
       auto context = [&] {
         return "seed " + std::to_string(seed) + ", " + policyName(policy) + "\n" +
@@ -322,6 +381,25 @@ TEST_P(Property, RandomGraphsCompileSoundly) {
       } else if (policy.placement == PlacementPolicy::Auto && deviceError) {
         ADD_FAILURE() << "auto placement rejected the graph: " << context();
         ++failures;
+      }
+      if (policy.noHostCopies) {
+        const bool budgetError = hasCode(r, "budget");
+        bool explained = true;
+        for (const Diagnostic &d : r.diagnostics)
+          if (d.code == "budget")
+            explained = explained && d.message.find(" is forced: ") != std::string::npos;
+        if (budgetError == withoutCopies || !explained || (r.ok() && r.stats.transfers != 0)) {
+          ADD_FAILURE() << "auto placement under h2h=error "
+                        << (budgetError ? "rejected" : "accepted") << " the graph with "
+                        << r.stats.transfers << " copies per run; the oracle finds "
+                        << (withoutCopies ? "a plan without copies" : "no plan without copies")
+                        << (explained ? "" : "; a budget error does not say what forces it") << "\n"
+                        << context();
+          ++failures;
+          continue;
+        }
+        tally.budgetForced += budgetError;
+        tally.budgetedCompiles += r.ok();
       }
       if (!r.ok()) {
         if (deviceError)
@@ -416,11 +494,12 @@ TEST_P(Property, RandomGraphsCompileSoundly) {
   for (const auto &[code, n] : tally.otherRejections) other += " " + code + "=" + std::to_string(n);
   std::printf("shard %d: %d graphs, %d compiles ok, rejected: %d device, %d dtype, other:%s; "
               "oracle conflicts %d; with transfers %d (auto, at load: %d), with casts %d; values "
-              "checked exactly %d, within tolerance %d; with literals %d\n",
+              "checked exactly %d, within tolerance %d; with literals %d; auto under h2h=error: %d "
+              "compiled without copies, %d rejected as forced\n",
               shard, tally.graphs, tally.compiled, tally.deviceRejections, tally.dtypeRejections,
               other.empty() ? " none" : other.c_str(), tally.oracleConflicts, tally.withTransfers,
               tally.withLoadTransfers, tally.withCasts, tally.exactChecks, tally.toleranceChecks,
-              tally.withLiterals);
+              tally.withLiterals, tally.budgetedCompiles, tally.budgetForced);
   // Every shard exercises each outcome, so that a generator change cannot hollow the test out.
   EXPECT_EQ(tally.graphs, kGraphs / kShards);
   EXPECT_GT(tally.oracleConflicts, tally.graphs / 20);
@@ -431,6 +510,8 @@ TEST_P(Property, RandomGraphsCompileSoundly) {
   EXPECT_GT(tally.exactChecks, tally.graphs / 4);
   EXPECT_GT(tally.toleranceChecks, tally.graphs / 4);
   EXPECT_GT(tally.withLiterals, tally.graphs / 10);  // scalar literals, placed with their reader
+  EXPECT_GT(tally.budgetedCompiles, tally.graphs / 4);
+  EXPECT_GT(tally.budgetForced, tally.graphs / 20);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, Property, ::testing::Range(0, kShards));

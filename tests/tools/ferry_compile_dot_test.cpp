@@ -59,6 +59,21 @@ TEST_F(FerryCompileDot, OneTransferIsOneBoldEdgeWhateverItsUsers) {
   EXPECT_EQ(count(dot.out, "transfer -> cpu:1"), 1u) << dot.out;
 }
 
+// A weight's copy is made once, at load: the picture says so, where an activation's says bytes
+// per run.
+TEST_F(FerryCompileDot, AWeightsCopyIsDrawnAsMadeAtLoad) {
+  const std::string model = shellQuote(std::string(FERRY_SOURCE_DIR) + "/examples/bias_elsewhere.fy");
+  Result dot = run(model + " --devices cpu,cpu:1 --placement auto --emit dot");
+  ASSERT_EQ(dot.exit, 0) << dot.err;
+  const std::vector<std::string> bold = drawn(dot.out, "style=bold");
+  ASSERT_EQ(bold.size(), 1u) << dot.out;
+  EXPECT_TRUE(contains(bold[0], "label=\"transfer -> cpu:1 1.0 KiB at load\\nf32[256]\""))
+      << bold[0];
+  EXPECT_TRUE(contains(dot.out, "transfer of %fc1.bias to cpu:1, 1024 bytes once, at load (a weight)"))
+      << dot.out;
+  EXPECT_FALSE(contains(dot.out, "bytes per run")) << dot.out;
+}
+
 // A 300-node chain is one box; the picture stays small.
 TEST_F(FerryCompileDot, ALongChainIsOneBox) {
   Result r = run("--emit dot " + shellQuote(write("chain.fy", chain(300))));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "passes/explain.h"
+#include "passes/load_time.h"
 #include "tools/ferry-compile/dot_chains.h"
 
 namespace ferry {
@@ -92,7 +93,10 @@ std::string bytesText(int64_t b) {
 class DotWriter {
  public:
   DotWriter(const Graph &g, const DotOptions &o)
-      : g_(g), o_(o), explained_(o.locations ? explainDevices(g) : std::vector<std::string>{}) {
+      : g_(g),
+        o_(o),
+        explained_(o.locations ? explainDevices(g) : std::vector<std::string>{}),
+        weights_(weightValues(g)) {
     for (Device d : o.devices) deviceIndex(d);
     for (const Diagnostic &d : o.diagnostics)
       if (d.severity == Severity::Error && d.loc.known()) {
@@ -231,7 +235,8 @@ class DotWriter {
     const Value &r = g_.value(n.result);
     std::string tip = "transfer of %" + g_.value(n.operands[0]).name + " to " +
                       (r.device ? r.device->str() : std::string("?")) + ", " +
-                      std::to_string(r.type.byteSize()) + " bytes per run";
+                      std::to_string(r.type.byteSize()) +
+                      (runsAtLoad(n, weights_) ? " bytes once, at load (a weight)" : " bytes per run");
     if (o_.locations && r.device) tip += ": " + explained_[static_cast<size_t>(n.result)];
     add(shownDevice(g_, n), "n" + std::to_string(n.id),
         "shape=point, width=0.12, color=\"" + std::string(kTransferColour) + "\", fillcolor=\"" +
@@ -239,12 +244,13 @@ class DotWriter {
   }
 
   // The copy: a bold edge from what it copies to its point, labelled with the destination, the
-  // bytes per run and the type.
+  // bytes per run (or "at load" for a weight's, made once per session) and the type.
   void transferEdge(const Node &n) {
     const Value &r = g_.value(n.result);
     const std::vector<std::string> label = {
         "transfer -> " + (r.device ? r.device->str() : std::string("?")) + " " +
-            bytesText(static_cast<int64_t>(r.type.byteSize())),
+            bytesText(static_cast<int64_t>(r.type.byteSize())) +
+            (runsAtLoad(n, weights_) ? " at load" : ""),
         r.type.str()};
     out_ += "  " + idOf(n.operands[0]) + " -> n" + std::to_string(n.id) +
             " [label=" + dotLabel(label) + ", " + kTransferEdgeStyle + "];\n";
@@ -350,6 +356,7 @@ class DotWriter {
   const Graph &g_;
   const DotOptions &o_;
   std::vector<std::string> explained_;  // tooltips: why each value is on its device
+  std::vector<uint8_t> weights_;        // per value: a weight (passes/load_time.h)
   std::vector<Device> devices_;
   std::map<size_t, std::string> clusters_;  // by device index
   std::string unplaced_;

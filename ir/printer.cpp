@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -17,6 +16,7 @@
 #include "ir/lexer.h"
 #include "ir/literal.h"
 #include "ir/npy.h"
+#include "ir/temp_file.h"
 
 namespace ferry {
 
@@ -263,16 +263,8 @@ Status replaceFile(const std::string &path, std::string_view bytes) {
       return ioError(path, "write error: " + error);
     return {};
   }
-  // A unique name on the same file system, so that rename() is atomic; O_EXCL never takes over
-  // a file someone else made.
-  static std::atomic<uint64_t> counter{0};
   std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
+  const int fd = createTempBeside(path, tmp);
   if (fd < 0) return ioError(path, cannotOpen(errno));
   std::string error = writeAndClose(fd, bytes);
   if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0)

@@ -157,12 +157,18 @@ std::string dtypeStep(const Graph &g, ValueId v, ValueId &next, bool text) {
 
 }  // namespace
 
-std::string explainDType(const Graph &g, ValueId v) {
-  // The chain's values first (cheap), then text for the steps that are shown, as explainDevice.
+namespace {
+
+// A reason chain from `v`, one step text per value, through `stepFn` (step or dtypeStep). The
+// chain's values first (cheap), then text for the steps that are shown. A chain visits each
+// value at most once unless the reasons form a cycle (a hand-edited graph); the bound ends it
+// either way, and keeps explaining many values of a very deep graph affordable.
+std::string explainChain(const Graph &g, ValueId v,
+                         std::string (*stepFn)(const Graph &, ValueId, ValueId &, bool)) {
   std::vector<ValueId> chain;
   for (size_t hops = 0; v >= 0 && hops < kMaxSteps; ++hops) {
     chain.push_back(v);
-    dtypeStep(g, v, v, /*text=*/false);
+    stepFn(g, v, v, /*text=*/false);
   }
   const bool cut = v >= 0;
   std::string s;
@@ -173,10 +179,14 @@ std::string explainDType(const Graph &g, ValueId v) {
       continue;
     }
     ValueId next;
-    s += (i ? " <- " : "") + dtypeStep(g, chain[i], next, /*text=*/true);
+    s += (i ? " <- " : "") + stepFn(g, chain[i], next, /*text=*/true);
   }
   return s;
 }
+
+}  // namespace
+
+std::string explainDType(const Graph &g, ValueId v) { return explainChain(g, v, dtypeStep); }
 
 std::string operandKindFix(const Graph &g, const Node &n, size_t i) {
   ValueId v = n.operands[i];
@@ -209,28 +219,7 @@ std::vector<std::string> alignColumns(const std::vector<std::vector<std::string>
   return out;
 }
 
-std::string explainDevice(const Graph &g, ValueId v) {
-  // The chain's values first (cheap), then text for the steps that are shown. A chain visits each
-  // value at most once unless the reasons form a cycle (a hand-edited graph); the bound ends it
-  // either way, and keeps explaining many values of a very deep graph affordable.
-  std::vector<ValueId> chain;
-  for (size_t hops = 0; v >= 0 && hops < kMaxSteps; ++hops) {
-    chain.push_back(v);
-    step(g, v, v, /*text=*/false);
-  }
-  bool cut = v >= 0;
-  std::string s;
-  for (size_t i = 0; i < chain.size(); ++i) {
-    if (chain.size() > kHead + kTail + 1 && i == kHead) {
-      s += " <- ... (" + std::to_string(chain.size() - kHead - kTail) + (cut ? "+" : "") + " more)";
-      i = chain.size() - kTail - 1;
-      continue;
-    }
-    ValueId next;
-    s += (i ? " <- " : "") + step(g, chain[i], next, /*text=*/true);
-  }
-  return s;
-}
+std::string explainDevice(const Graph &g, ValueId v) { return explainChain(g, v, step); }
 
 std::vector<std::string> explainDevices(const Graph &g) {
   const size_t n = g.valueCount();

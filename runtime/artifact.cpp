@@ -19,7 +19,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -29,6 +28,7 @@
 #include <map>
 #include <sstream>
 
+#include "ir/temp_file.h"
 #include "runtime/executable.h"
 
 namespace ferry {
@@ -687,16 +687,8 @@ Status Executable::save(const std::string &path) const {
   if (fs::is_directory(target, ec)) return fileError(path, "cannot save: is a directory");
 
   const std::string bytes = serialize();
-  // A unique temporary name beside the target (same file system, so rename() is atomic);
-  // O_EXCL never takes over a file someone else made.
-  static std::atomic<uint64_t> counter{0};
   std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
+  int fd = createTempBeside(path, tmp);
   if (fd < 0)
     return fileError(path,
                      "cannot save: cannot create the temporary file '" + tmp + "': " + errnoText());

@@ -510,16 +510,11 @@ uint64_t linalgScratchBytes(const StepSpec &step) {
     using C = decltype(zero);
     uint64_t bytes = converted(step.result);
     for (const TensorType &t : step.operands) bytes += converted(t);
-    if (op == OpKind::Conv2d && step.result.shape.size() == 4 &&
-        step.operands[1].shape.size() == 4) {
-      const Shape &w = step.operands[1].shape, &r = step.result.shape;
-      const std::vector<int64_t> &stride = attrInts(step.op, step.attrs, "stride"),
-                                 &pad = attrInts(step.op, step.attrs, "padding");
-      const bool direct = w[2] == 1 && w[3] == 1 &&
-                          std::all_of(stride.begin(), stride.end(), [](int64_t s) { return s == 1; }) &&
-                          std::all_of(pad.begin(), pad.end(), [](int64_t p) { return p == 0; });
-      if (!direct) bytes += ScratchArena::bytes<C>(w[1] * w[2] * w[3] * r[2] * r[3]);
-    }
+    // The columns, as conv2d takes them (a step outside the contract takes none: prepare
+    // refuses it).
+    if (op == OpKind::Conv2d)
+      if (const Expected<ConvGeometry> g = planConv2d(step); g && !g->direct)
+        bytes += ScratchArena::bytes<C>(g->cg * g->kh * g->kw * g->ho * g->wo);
     return bytes;
   });
 }

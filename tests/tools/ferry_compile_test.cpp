@@ -115,6 +115,8 @@ TEST_F(FerryCompile, TheCostModelIsGivenOnTheCommandLineAndExplained) {
       << slow.err;
   Result back = run(flags + " --cost-file " + cost + " --cost h2d.bandwidth=2e10,d2h.bandwidth=2e10");
   EXPECT_TRUE(contains(back.out, "@cuda:0 = matmul(")) << back.out;
+  expectUsageError(flags + " --cost-file " + shellQuote(path("")),
+                   "--cost-file: cannot read '" + path("") + "': Is a directory");
   expectUsageError(flags + " --cost cuda.flops=0",
                    "--cost: cuda.flops: expected a positive number (e.g. 2e10), got '0'");
   expectUsageError(flags + " --cost-file " + write("bad.cost", "cpu.flops=1e9\nwarp.speed=9\n"),

@@ -64,8 +64,9 @@ Status transferBudgets(const std::string &spec, Budgets &b) {
 // --cost-file, then --cost over it. A file's bad lines are all reported, each with its line.
 Status costModel(const CompileFlags &f, CostModel &cost) {
   if (!f.costFile.empty()) {
+    if (std::string why = unreadableReason(f.costFile); !why.empty())
+      return flagError("--cost-file", "cannot read '" + f.costFile + "': " + why);
     std::ifstream in(f.costFile, std::ios::binary);
-    if (!in) return flagError("--cost-file", "cannot read '" + f.costFile + "': " + std::strerror(errno));
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (Status s = applyCostFile(cost, text, f.costFile); !s.ok()) {
       std::string why;

@@ -30,6 +30,7 @@ FileName::FileName(std::string_view name) {
 }
 
 std::string Location::str() const {
+  if (imported()) return (file.empty() ? "<input>" : file.str()) + ": " + node.str();
   if (!known()) return file.empty() ? "<unknown>" : file.str();
   std::string s = (file.empty() ? "<input>" : file.str()) + ":" + std::to_string(line);
   if (col > 0) s += ":" + std::to_string(col);
@@ -87,7 +88,7 @@ namespace {
 
 // The source line `loc` points into, when its file is readable.
 std::optional<std::string> sourceLine(const Location &loc) {
-  if (!loc.known() || loc.file.empty()) return std::nullopt;
+  if (!loc.known() || loc.file.empty() || loc.imported()) return std::nullopt;
   std::ifstream in(loc.file.str());
   if (!in) return std::nullopt;
   std::string line;
@@ -141,12 +142,14 @@ std::string renderJson(std::span<const Diagnostic> ds) {
     out << (i ? ",\n " : "\n ") << "{\"severity\": " << jsonString(severityName(d.severity))
         << ", \"code\": " << jsonString(d.code) << ", \"file\": " << jsonString(d.loc.file)
         << ", \"line\": " << d.loc.line << ", \"col\": " << d.loc.col
+        << (d.loc.imported() ? ", \"node\": " + jsonString(d.loc.node) : std::string())
         << ", \"message\": " << jsonString(d.message) << ", \"notes\": [";
     for (size_t j = 0; j < d.notes.size(); ++j) {
       const Note &n = d.notes[j];
       out << (j ? ", " : "") << "{\"message\": " << jsonString(n.message)
           << ", \"file\": " << jsonString(n.loc.file) << ", \"line\": " << n.loc.line
-          << ", \"col\": " << n.loc.col << "}";
+          << ", \"col\": " << n.loc.col
+          << (n.loc.imported() ? ", \"node\": " + jsonString(n.loc.node) : std::string()) << "}";
     }
     out << "], \"fixes\": [";
     for (size_t j = 0; j < d.fixes.size(); ++j) out << (j ? ", " : "") << jsonString(d.fixes[j]);

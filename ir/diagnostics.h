@@ -35,14 +35,21 @@ class FileName {
 };
 
 /// Where something came from: a builder call (`std::source_location`), a line of a `.fy`
-/// file, or an imported node. `line == 0` means unknown.
+/// file, or a node of an imported model. `line == 0` means unknown. An imported node has no
+/// line: its `node` names it as the model's user knows it (`node 'Gemm_3' (#12, Gemm)`), and
+/// its `line` is its index + 1, so that locations still sort in the model's order.
 struct Location {
   FileName file;
   int line = 0;
   int col = 0;
+  /// An imported node's name, index and op (interned as file names are); empty otherwise.
+  FileName node;
 
   bool known() const { return line > 0; }
-  /// "file:line:col", "file:line" when the column is unknown, "<unknown>" when nothing is.
+  /// Whether this is a node of an imported model (no source line to quote).
+  bool imported() const { return !node.empty(); }
+  /// "file:line:col", "file:line" when the column is unknown, "file: node 'N' (#i, Op)" for an
+  /// imported node, "<unknown>" when nothing is known.
   std::string str() const;
   bool operator==(const Location &) const = default;
 };

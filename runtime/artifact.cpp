@@ -425,6 +425,7 @@ void readSteps(Reader &r, const std::string &what, std::vector<Step> &steps) {
     st.loc.file = r.fileName("location file");
     st.loc.line = r.i32("location line");
     st.loc.col = r.i32("location column");
+    st.loc.node = r.fileName("location node");
     st.inserted = r.boolean("inserted flag");
     st.plan.kernel = r.str("kernel");
     st.plan.scratchBytes = r.u64("scratch bytes");
@@ -590,6 +591,7 @@ std::string Executable::serialize() const {
       w.str(st.loc.file.view());
       w.i32(st.loc.line);
       w.i32(st.loc.col);
+      w.str(st.loc.node.view());
       w.u8(st.inserted ? 1 : 0);
       w.str(st.plan.kernel);
       w.u64(st.plan.scratchBytes);

@@ -73,7 +73,7 @@ struct Workspace {
 
 struct Executable {
   /// Bumped whenever the saved form changes; load() rejects other versions.
-  static constexpr uint32_t kFormatVersion = 3;
+  static constexpr uint32_t kFormatVersion = 4;
   /// Workspace offsets are multiples of this.
   static constexpr size_t kAlignment = 64;
 

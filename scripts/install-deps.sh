@@ -13,6 +13,7 @@ packages=(
   libeigen3-dev                      # f16/bf16 conversions, CPU kernels
   libopenblas-dev                    # GEMMs of the CPU kernels (matmul, linear, conv2d)
   graphviz                           # ferry-compile --emit svg (its `dot` program)
+  libonnx-dev libprotobuf-dev        # the ONNX importer (frontend/onnx)
 )
 [ $# -gt 0 ] && packages=("$@")
 

@@ -449,8 +449,8 @@ TEST(Artifact, OtherFilesAndVersionsAreNamed) {
                                   "'FERRYEXE', found '\\x93NUMPY\\x01\\x00'"))
       << loadError(npy);
   EXPECT_TRUE(has(loadError("graph mlp {}"), "not a ferry executable (bad magic)"));
-  // 1 and 2: files of older builds (before kernel plans, before load steps).
-  for (uint32_t version : {0u, 1u, 2u, 7u, 0xffffffffu}) {
+  // 1 to 3: files of older builds (before kernel plans, load steps, imported locations).
+  for (uint32_t version : {0u, 1u, 2u, 3u, 7u, 0xffffffffu}) {
     std::string v = bytes;
     v.replace(8, 4, le(version, 4));
     EXPECT_TRUE(has(loadError(v), "m.ferry: format version " + std::to_string(version) +
@@ -463,7 +463,7 @@ TEST(Artifact, OtherFilesAndVersionsAreNamed) {
   // An older file says what to do about it.
   std::string v2 = bytes;
   v2.replace(8, 4, le(2, 4));
-  EXPECT_TRUE(has(loadError(v2), "m.ferry: format version 2, this build reads version 3: the "
+  EXPECT_TRUE(has(loadError(v2), "m.ferry: format version 2, this build reads version 4: the "
                                  "file was written by an older ferry; compile the model again"))
       << loadError(v2);
   std::string flags = bytes;
@@ -632,7 +632,8 @@ TEST(Artifact, HostileStepsAreNamed) {
                                                          std::to_string(element) +
                                                          ": expected a bool (0 or 1), found 2"))
       << hostile(bytes, element, le(2, 1));
-  const size_t inserted = element + 5 + 4 + 4 + 4 + 5 + 4 + 4;  // data operands result loc
+  // data, operands, result, location (file "k.cpp", line, column, empty node)
+  const size_t inserted = element + 5 + 4 + 4 + 4 + 5 + 4 + 4 + 4;
   EXPECT_EQ(bytes.substr(element + 5 + 8, 9), str("k.cpp"));
   EXPECT_TRUE(
       has(hostile(bytes, inserted, le(2, 1)),

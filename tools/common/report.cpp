@@ -21,7 +21,7 @@ std::string hexByte(unsigned char c) {
 
 // Line `loc.line` of the file `loc` names, when it can be read.
 std::optional<std::string> sourceLine(const Location &loc) {
-  if (!loc.known() || loc.file.empty()) return std::nullopt;
+  if (!loc.known() || loc.file.empty() || loc.imported()) return std::nullopt;
   std::ifstream in(loc.file.str(), std::ios::binary);
   std::string line;
   for (int i = 0; in && i < loc.line; ++i) std::getline(in, line);

@@ -345,7 +345,8 @@ class Writer {
     const bool shown = emit_.locations && loc.known();
     return ", \"file\": " + jsonString(shown ? loc.file.view() : "") +
            ", \"line\": " + std::to_string(shown ? loc.line : 0) +
-           ", \"col\": " + std::to_string(shown ? loc.col : 0);
+           ", \"col\": " + std::to_string(shown ? loc.col : 0) +
+           (shown && loc.imported() ? ", \"node\": " + jsonString(loc.node.view()) : "");
   }
 
   // A free text (reason detail, explanation, message) as a JSON string, without the locations it

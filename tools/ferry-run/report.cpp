@@ -49,9 +49,10 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// "examples/mlp.fy:9", or "<unknown>".
+// "examples/mlp.fy:9", "model.onnx: node 'Gemm_3' (#12, Gemm)", or "<unknown>".
 std::string fileLine(const Location &loc) {
   if (!loc.known()) return "<unknown>";
+  if (loc.imported()) return loc.str();
   return (loc.file.empty() ? std::string("<unknown>") : loc.file.str()) + ":" +
          std::to_string(loc.line);
 }

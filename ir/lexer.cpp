@@ -87,10 +87,23 @@ class LineLexer {
       case '"': return string();
       case '%': {
         ++i_;
+        if (i_ < s_.size() && s_[i_] == '"') {
+          // %"onnx::MatMul_84": a name that is not letters, digits, '_' and '.' (as imported
+          // models name their values), quoted and escaped as a string is.
+          Token quoted = string();
+          if (quoted.kind == Tok::Error) return quoted;
+          if (quoted.str.empty()) return error(start, "expected a value name in %\"...\", found \"\"");
+          Token t = make(Tok::Value, start + 1, i_);
+          t.str = std::move(quoted.str);
+          t.col = column(start);
+          return t;
+        }
         while (i_ < s_.size() && isIdentChar(s_[i_])) ++i_;
         if (i_ == start + 1)
-          return error(start, "expected a value name after '%' (letters, digits, '_' and '.')");
+          return error(start, "expected a value name after '%' (letters, digits, '_' and '.', "
+                              "or any text quoted: %\"a::b\")");
         Token t = make(Tok::Value, start + 1, i_);
+        t.str = std::string(t.text);
         t.col = column(start);  // the '%'
         return t;
       }
@@ -220,9 +233,31 @@ std::optional<double> floatValue(std::string_view text) {
   return negative ? -v : v;
 }
 
+// `model.onnx: node 'Gemm_3' (#12, Gemm)` or `model.onnx: node #12 (Gemm)`, as Location::str()
+// writes an imported node: the file, then the node, whose `#N` gives the line N + 1.
+std::optional<Location> importedLocation(std::string_view text) {
+  constexpr std::string_view kNode = ": node ";
+  const size_t at = text.find(kNode);
+  if (at == std::string_view::npos || at == 0) return std::nullopt;
+  const std::string_view file = text.substr(0, at), node = text.substr(at + 2);
+  for (char c : file)
+    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) return std::nullopt;
+  for (char c : node)
+    if (static_cast<unsigned char>(c) < ' ' || c == 0x7f) return std::nullopt;
+  const size_t hash = node.rfind("(#") != std::string_view::npos ? node.rfind("(#") + 2
+                                                                  : node.find('#') + 1;
+  if (hash == 0 || hash >= node.size()) return std::nullopt;
+  int64_t index = 0;
+  size_t i = hash;
+  for (; i < node.size() && isDigit(node[i]) && index < INT32_MAX; ++i) index = index * 10 + (node[i] - '0');
+  if (i == hash || index >= INT32_MAX) return std::nullopt;
+  return Location{std::string(file), static_cast<int>(index + 1), 0, std::string(node)};
+}
+
 std::optional<Location> locationComment(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  if (std::optional<Location> imported = importedLocation(text)) return imported;
   for (char c : text)
     if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) return std::nullopt;
   // Split "PATH:N" off the right; digits only, small enough for an int.
@@ -259,6 +294,17 @@ std::optional<InsertedComment> insertedComment(std::string_view text) {
   std::optional<Location> origin = locationComment(rest);
   if (!origin) return std::nullopt;
   return InsertedComment{std::move(origin)};
+}
+
+bool isPlainValueName(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name)
+    if (!isIdentChar(c)) return false;
+  return true;
+}
+
+std::string valueRefText(std::string_view name) {
+  return "%" + (isPlainValueName(name) ? std::string(name) : quoteString(name));
 }
 
 std::string quoteString(std::string_view s) {
@@ -301,7 +347,7 @@ std::string describeToken(const Token &t) {
   switch (t.kind) {
     case Tok::End: return "end of line";
     case Tok::Comment: return "a comment";
-    case Tok::Value: return "'%" + std::string(t.text) + "'";
+    case Tok::Value: return "'" + valueRefText(t.str) + "'";
     case Tok::Error: return "an invalid token";
     default: break;
   }

@@ -13,7 +13,7 @@ namespace ferry::fy {
 
 enum class Tok : uint8_t {
   Ident,   ///< [A-Za-z_][A-Za-z0-9_.]*: keywords, op names, dtypes, devices, true/false/inf/nan
-  Value,   ///< %name; `text` is the name without '%'
+  Value,   ///< %name or %"any name"; `str` is the name (unquoted, unescaped), `text` its source
   Int,     ///< [+-]?[0-9]+ (range-checked where it is used)
   Float,   ///< a decimal with '.' or an exponent, or [+-](inf|nan)
   String,  ///< "..." with escapes \" \\ \n \t \r \xHH; `str` holds the decoded contents
@@ -58,7 +58,13 @@ std::optional<double> floatValue(std::string_view text);
 /// `s` as a `.fy` string literal that the lexer reads back as `s`: quotes, with \" \\ \n \t \r
 /// escaped, and \xHH for other control bytes and bytes that are not UTF-8.
 std::string quoteString(std::string_view s);
-/// A comment that is exactly a location `PATH:LINE[:COL]` (no spaces, LINE > 0), else nullopt.
+/// Whether `name` is written %name (letters, digits, '_' and '.'); any other name is quoted.
+bool isPlainValueName(std::string_view name);
+/// `%name`, or `%"onnx::MatMul_84"` for a name that is not plain: what the lexer reads back as a
+/// Value token of that name.
+std::string valueRefText(std::string_view name);
+/// A comment that is exactly a location `PATH:LINE[:COL]` (no spaces, LINE > 0) or an imported
+/// node's `PATH: node 'NAME' (#N, Op)` (Location::str()), else nullopt.
 std::optional<Location> locationComment(std::string_view text);
 
 /// What a comment marking a compiler-inserted node holds: the node's origin, when written.

@@ -42,7 +42,7 @@ int columnOf(size_t offset) { return static_cast<int>(std::min<size_t>(offset + 
 
 // The value a line defines (`%v = ...`, `input %v ...`, `param %v ...`), found without
 // tokenizing the whole line: the prescan only needs the first two words.
-std::optional<std::pair<std::string_view, size_t>> definedBy(std::string_view line) {
+std::optional<std::pair<std::string, size_t>> definedBy(std::string_view line) {
   auto isName = [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
            c == '.';
@@ -57,10 +57,16 @@ std::optional<std::pair<std::string_view, size_t>> definedBy(std::string_view li
     }
   }
   if (i == std::string_view::npos || line[i] != '%') return std::nullopt;
+  if (i + 1 < line.size() && line[i + 1] == '"') {
+    // A quoted name: the lexer decodes it (only this line's first token is needed).
+    std::vector<Token> tokens = tokenizeLine(line.substr(i));
+    if (tokens.empty() || tokens.front().kind != Tok::Value) return std::nullopt;
+    return std::pair{std::move(tokens.front().str), i};
+  }
   size_t end = i + 1;
   while (end < line.size() && isName(line[end])) ++end;
   if (end == i + 1) return std::nullopt;
-  return std::pair{line.substr(i + 1, end - i - 1), i};
+  return std::pair{std::string(line.substr(i + 1, end - i - 1)), i};
 }
 
 void Parser::split(std::string_view text) {
@@ -74,7 +80,7 @@ void Parser::split(std::string_view text) {
     lines_.push_back(line);
     int number = lineNumberOf(lines_.size() - 1);
     if (auto def = definedBy(line))
-      firstDef_.emplace(std::string(def->first),
+      firstDef_.emplace(std::move(def->first),
                         Location{fileName_, number, columnOf(def->second)});
     if (nl == std::string_view::npos) {
       eof_ = Location{fileName_, number, columnOf(line.size())};
@@ -195,7 +201,7 @@ void Parser::statement() {
 }
 
 std::optional<ValueId> Parser::use(const Token &t, bool &poisoned) {
-  std::string name(t.text);
+  const std::string &name = t.str;
   // A literal's value has a name, but none the text gave it: it is not there to be used.
   if (std::optional<ValueId> v = graph_.findValue(name); v && !isLiteral(graph_, *v)) return v;
   if (poisoned_.count(name)) {
@@ -209,7 +215,7 @@ std::optional<ValueId> Parser::use(const Token &t, bool &poisoned) {
 std::string Parser::undefinedMessage(const std::string &name, int atLine) {
   auto later = firstDef_.find(name);
   if (later != firstDef_.end() && later->second.line >= atLine)
-    return "%" + name + " is used before its definition at line " +
+    return valueRefText(name) + " is used before its definition at line " +
            std::to_string(later->second.line);
   std::string hint;
   if (graph_.valueCount() <= 4096) {
@@ -218,13 +224,13 @@ std::string Parser::undefinedMessage(const std::string &name, int atLine) {
       if (!isLiteral(graph_, v)) names.push_back(graph_.value(v).name);
     hint = didYouMean(name, names, "%");
   }
-  return "use of undefined value %" + name + hint;
+  return "use of undefined value " + valueRefText(name) + hint;
 }
 
 bool Parser::define(const Token &name) {
-  std::string n(name.text);
+  const std::string &n = name.str;
   if (!graph_.hasValue(n)) return true;
-  Diagnostic &d = error("name", name.col, "redefinition of %" + n);
+  Diagnostic &d = error("name", name.col, "redefinition of " + valueRefText(n));
   if (auto it = defLoc_.find(n); it != defLoc_.end()) d.note("previous definition", it->second);
   return false;
 }
@@ -236,14 +242,14 @@ bool Parser::input() {
   const Token *name = expect(Tok::Value, "a value name such as %x after 'input'");
   if (!name) return false;
   if (!accept(Tok::Colon))
-    return unexpected("':' and a type (an input needs one: input %" + std::string(name->text) +
+    return unexpected("':' and a type (an input needs one: input " + valueRefText(name->str) +
                       " : f32[2,3])");
   std::optional<TensorType> t = type();
   Pins p;
   if (!t || !pins(p, false) || !endOfStatement() || !define(*name)) return false;
-  graph_.addInput(std::string(name->text), *t, p.device.value_or(Device::cpu()),
+  graph_.addInput(name->str, *t, p.device.value_or(Device::cpu()),
                   statementLoc(*name));
-  defLoc_[std::string(name->text)] = loc(name->col);
+  defLoc_[name->str] = loc(name->col);
   return true;
 }
 
@@ -252,7 +258,7 @@ bool Parser::param() {
   const Token *name = expect(Tok::Value, "a value name such as %w after 'param'");
   if (!name) return false;
   if (!accept(Tok::Colon))
-    return unexpected("':' and a type (a param needs one: param %" + std::string(name->text) +
+    return unexpected("':' and a type (a param needs one: param " + valueRefText(name->str) +
                       " : f32[2,3] = zeros)");
   std::optional<TensorType> t = type();
   Pins p;
@@ -314,7 +320,7 @@ bool Parser::param() {
   }
   if (!endOfStatement() || !define(*name)) return false;
 
-  std::string what = "param %" + std::string(name->text);
+  std::string what = "param " + valueRefText(name->str);
   std::optional<TensorData> data;
   if (!withinLimit(*t, init.col, what)) return false;
   switch (initializer.kind) {
@@ -327,9 +333,9 @@ bool Parser::param() {
     case Initializer::Kind::Data: data = tensor(*t, elems, init.col, what); break;
   }
   if (!data) return false;
-  graph_.addParam(std::string(name->text), std::move(*data), std::move(initializer), p.device,
+  graph_.addParam(name->str, std::move(*data), std::move(initializer), p.device,
                   statementLoc(*name));
-  defLoc_[std::string(name->text)] = loc(name->col);
+  defLoc_[name->str] = loc(name->col);
   return true;
 }
 
@@ -344,7 +350,7 @@ bool Parser::node() {
   }
   Pins p;
   if (!pins(p, true)) return false;
-  if (!accept(Tok::Equal)) return unexpected("'=' and an op after %" + std::string(result.text));
+  if (!accept(Tok::Equal)) return unexpected("'=' and an op after " + valueRefText(result.str));
   const Token *opTok = expect(Tok::Ident, "an op name, as in %y = relu(%x)");
   if (!opTok || !expect(Tok::LParen, "'(' after the op name")) return false;
   std::vector<const Token *> operands;
@@ -486,11 +492,11 @@ bool Parser::node() {
   for (size_t i = 0; i < ids.size(); ++i)
     if (std::optional<TensorData> &value = (*literalValues)[i])
       ids[i] = addLiteral(graph_, literals[i]->kind, std::move(*value),
-                          literalValueName(result.text, *op, i), origin);
+                          literalValueName(result.str, *op, i), origin);
   NodeSpec spec{op->kind, std::move(ids), std::move(*attrs), p.device, p.dtype, std::move(origin)};
-  NodeId id = graph_.addNode(std::move(spec), std::string(result.text), std::move(*type));
+  NodeId id = graph_.addNode(std::move(spec), result.str, std::move(*type));
   graph_.node(id).inserted = insertedComment_.has_value();
-  defLoc_[std::string(result.text)] = loc(result.col);
+  defLoc_[result.str] = loc(result.col);
   return true;
 }
 
@@ -502,7 +508,7 @@ bool Parser::output() {
     if (!v) return false;
     Pins p;
     if (!pins(p, false)) return false;
-    items.push_back({std::string(v->text), loc(v->col), p.device, {}});
+    items.push_back({v->str, loc(v->col), p.device, {}});
   } while (accept(Tok::Comma));
   if (!endOfStatement()) return false;
   for (PendingOutput &o : items) {

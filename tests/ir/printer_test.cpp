@@ -260,7 +260,8 @@ TEST(Printer, SaveModelSanitisesAndDeduplicatesFileNames) {
   g.addOutput(a, std::nullopt, {});
   ASSERT_TRUE(saveModel(g, (dir / "m.fy").string()).ok());
   std::string text = readText(dir / "m.fy");
-  EXPECT_NE(text.find("param %conv/weight:0 : u8[70] = npy(\"m.params/conv_weight_0.npy\")"),
+  // A name that is not an identifier is quoted, so that the saved text reads back.
+  EXPECT_NE(text.find("param %\"conv/weight:0\" : u8[70] = npy(\"m.params/conv_weight_0.npy\")"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("param %conv_weight_0 : u8[70] = npy(\"m.params/conv_weight_0.1.npy\")"),
@@ -278,6 +279,11 @@ TEST(Printer, SaveModelSanitisesAndDeduplicatesFileNames) {
   Expected<TensorData> npy = readNpy((dir / "m.params/npy.npy").string());
   ASSERT_TRUE(npy.ok()) << npy.status().message();
   EXPECT_TRUE(*npy == g.params()[3].data);
+  // The saved model reads back, every name as it was.
+  Expected<Graph> back = parseFile((dir / "m.fy").string());
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_TRUE(back->findValue("conv/weight:0"));
+  EXPECT_TRUE(back->findValue(".."));
 }
 
 TEST(Printer, SaveModelReportsUnwritablePaths) {
@@ -397,6 +403,101 @@ TEST(Printer, PrintModelRefusesWhatItCannotInline) {
             "from f32 at compile time) and too large to print inline (more than 65536 elements) "
             "[limit]");
   EXPECT_EQ(printGraph(n).find("npy("), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ferry
+
+namespace ferry {
+namespace {
+
+// Imported models name values as they like (`onnx::MatMul_84`, `/ln1/Add_output_0`): such a
+// name is written quoted, %"...", printed so, and read back as the same name.
+TEST(Printer, NamesThatAreNotIdentifiersAreQuotedAndReadBack) {
+  const std::string text = R"(graph "torch-jit" {
+  input %"input.1" : f32[2,3] @cpu
+  input %"/ln1/x" : f32[3] @cpu
+  param %"onnx::MatMul_84" : f32[3] = [1.0, 2.0, 3.0]
+  %"/ln1/Add_output_0" : f32[2,3] = add(%"input.1", %"onnx::MatMul_84")
+  %"a \"b\"\tc" : f32[2,3] = mul(%"/ln1/Add_output_0", %"/ln1/x")
+  %plain_name.2 : f32[2,3] = relu(%"a \"b\"\tc")
+  output %plain_name.2
+  output %"/ln1/Add_output_0"
+}
+)";
+  Graph g = parseOk(text, "q.fy");
+  ASSERT_TRUE(g.findValue("onnx::MatMul_84"));
+  ASSERT_TRUE(g.findValue("a \"b\"\tc"));
+  ASSERT_TRUE(g.findValue("/ln1/x"));
+  // "input.1" is plain (letters, digits, '.'): printed without quotes; the rest as written.
+  std::string expected = text;
+  expected.replace(expected.find("%\"input.1\""), 10, "%input.1");
+  expected.replace(expected.find("%\"input.1\""), 10, "%input.1");
+  EXPECT_EQ(printGraph(g, {.locations = false}), expected);
+  Graph again = parseOk(printGraph(g, {.locations = false}), "q2.fy");
+  EXPECT_EQ(printGraph(again, {.locations = false}), expected);
+}
+
+// Every diagnostic of a text that must not parse, as text.
+std::string parseErrors(std::string_view text) {
+  Expected<Graph> g = parseGraph(text, "e.fy");
+  EXPECT_FALSE(g.ok()) << text;
+  return g.ok() ? std::string() : renderText(g.status().diagnostics(), {.snippet = false});
+}
+
+TEST(Printer, QuotedNamesInErrors) {
+  // Used before its definition, undefined, redefined: the messages quote the name as written.
+  const std::string errors = parseErrors(R"(graph g {
+  input %"a::b" : f32[2]
+  %y = relu(%"c::d")
+  %"c::d" = neg(%"a::b")
+  %"c::d" = abs(%"a::b")
+  %z = relu(%"nope")
+  output %y
+}
+)");
+  EXPECT_NE(errors.find("%\"c::d\" is used before its definition at line 4"), std::string::npos)
+      << errors;
+  EXPECT_NE(errors.find("redefinition of %\"c::d\""), std::string::npos) << errors;
+  EXPECT_NE(errors.find("use of undefined value %nope"), std::string::npos) << errors;
+  // Malformed quoted names are parse errors with a column, never a crash.
+  EXPECT_NE(parseErrors("graph g {\n  input %\"\" : f32[2]\n}\n").find("2:9"), std::string::npos);
+  EXPECT_NE(parseErrors("graph g {\n  input %\"ab : f32[2]\n}\n").find("unterminated string"),
+            std::string::npos);
+  EXPECT_NE(parseErrors("graph g {\n  input %\"a\\q\" : f32[2]\n}\n").find("unknown escape"),
+            std::string::npos);
+}
+
+// An imported node's location, `model.onnx: node 'Gemm_3' (#12, Gemm)`, is printed as its
+// origin comment and read back as the same location.
+TEST(Printer, ImportedNodeLocationsAreReadBack) {
+  Graph g = parseOk(R"(graph g {
+  input %x : f32[2]
+  %h = relu(%x)  # model.onnx: node '/layer 1/Relu' (#12, Relu)
+  %k = neg(%h)   # model.onnx: node #3 (Neg)
+  output %k
+}
+)",
+                    "test.fy");
+  const Node &relu = *g.producer(*g.findValue("h"));
+  EXPECT_EQ(relu.loc.file.view(), "model.onnx");
+  EXPECT_EQ(relu.loc.node.view(), "node '/layer 1/Relu' (#12, Relu)");
+  EXPECT_EQ(relu.loc.line, 13);
+  EXPECT_TRUE(relu.loc.imported());
+  EXPECT_EQ(relu.loc.str(), "model.onnx: node '/layer 1/Relu' (#12, Relu)");
+  const Node &neg = *g.producer(*g.findValue("k"));
+  EXPECT_EQ(neg.loc.line, 4);
+  EXPECT_EQ(neg.loc.str(), "model.onnx: node #3 (Neg)");
+  const std::string printed = printGraph(g);
+  EXPECT_NE(printed.find("# model.onnx: node '/layer 1/Relu' (#12, Relu)"), std::string::npos)
+      << printed;
+  Graph again = parseOk(printed, "again.fy");
+  EXPECT_EQ(again.producer(*again.findValue("h"))->loc, relu.loc);
+  // Not a location: no '#N' index, or a control character.
+  Graph other = parseOk("graph g {\n  input %x : f32[2]\n  %h = relu(%x)  # m.onnx: node 'a'\n"
+                        "  output %h\n}\n",
+                        "o.fy");
+  EXPECT_EQ(other.producer(*other.findValue("h"))->loc.str(), "o.fy:3:3");
 }
 
 }  // namespace

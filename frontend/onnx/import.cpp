@@ -173,7 +173,7 @@ class Importer {
   Graph graph_;
   int opset_ = 0;
   std::map<std::string, int, std::less<>> domainOpsets_;
-  std::map<std::string, Entry, std::less<>> values_;        // defined so far
+  std::map<std::string, Entry, std::less<>> values_;         // defined so far
   std::map<std::string, std::string, std::less<>> definer_;  // every name -> its definition
   std::map<std::string, int, std::less<>> definedAt_;        // node outputs -> node index
   std::set<std::string, std::less<>> reserved_;              // every name the model uses
@@ -316,8 +316,8 @@ std::optional<Known> Context::emit(OpKind op, std::vector<Known> operands,
   TensorType type = std::get<TensorType>(std::move(inferred));
   bool allData = std::all_of(operands.begin(), operands.end(),
                              [](const Known &k) { return k.data.has_value(); });
-  bool anyParam = std::any_of(operands.begin(), operands.end(),
-                              [](const Known &k) { return k.initializer; });
+  bool anyParam =
+      std::any_of(operands.begin(), operands.end(), [](const Known &k) { return k.initializer; });
   if (allData && (type.numel() <= kMaxFoldElements || !anyParam)) {
     std::vector<TensorData> data;
     for (const Known &k : operands) data.push_back(*k.data);
@@ -416,8 +416,8 @@ ValueId Importer::materialize(const std::string &name) {
   }
   FERRY_CHECK(e.known.data) << "'" << name << "' has neither a value nor data";
   if (e.known.initializer) {
-    e.known.value = graph_.addParam(name, *e.known.data, Initializer{Initializer::Kind::Data, 0, {}},
-                                    std::nullopt, e.loc);
+    e.known.value = graph_.addParam(
+        name, *e.known.data, Initializer{Initializer::Kind::Data, 0, {}}, std::nullopt, e.loc);
   } else {
     e.known.value = addConstant(*e.known.data, name, e.loc);
   }
@@ -480,8 +480,8 @@ void Importer::collectDefinitions() {
     reserved_.insert(name);
     auto [it, fresh] = definer_.emplace(name, what);
     if (!fresh) {
-      diags_.error("onnx", loc, "'" + name + "' is defined twice: by " + it->second + " and by " +
-                                    what);
+      diags_.error("onnx", loc,
+                   "'" + name + "' is defined twice: by " + it->second + " and by " + what);
       twice_.insert(name);
     }
   };
@@ -541,15 +541,16 @@ void Importer::addInitializers() {
       continue;
     }
     if (values_.count(t.name())) continue;  // its declared size was already refused
-    Expected<TensorData> data = tensorFromProto(t, baseDir_, options_.maxParamBytes, loc,
-                                                "initializer '" + t.name() + "'");
+    Expected<TensorData> data =
+        tensorFromProto(t, baseDir_, options_.maxParamBytes, loc, "initializer '" + t.name() + "'");
     if (!data) {
       for (const Diagnostic &d : data.status().diagnostics()) diags_.report(d);
       values_[t.name()] = Entry{Known{}, true, loc};
       continue;
     }
     TensorType type = data->type();
-    values_[t.name()] = Entry{Known{-1, std::move(*data), std::move(type), true, t.name()}, false, loc};
+    values_[t.name()] =
+        Entry{Known{-1, std::move(*data), std::move(type), true, t.name()}, false, loc};
   }
 }
 
@@ -628,15 +629,16 @@ void Importer::addInputs() {
       std::string list;
       for (size_t k = 0; k < symbolic.size(); ++k)
         list += (k == 0 ? "" : k + 1 == symbolic.size() ? " and " : ", ") + symbolic[k];
-      diags_.error("shape", loc, "input '" + name + "' has a " + list + ": give its shape with --shape " +
-                                     name + "=...")
-          .fix("--shape " + name + "=" +
-               [&] {
-                 std::string s;
-                 for (size_t d = 0; d < shape.size(); ++d)
-                   s += (d ? "," : "") + (shape[d] < 0 ? std::string("1") : std::to_string(shape[d]));
-                 return s;
-               }());
+      diags_
+          .error("shape", loc,
+                 "input '" + name + "' has a " + list + ": give its shape with --shape " + name +
+                     "=...")
+          .fix("--shape " + name + "=" + [&] {
+            std::string s;
+            for (size_t d = 0; d < shape.size(); ++d)
+              s += (d ? "," : "") + (shape[d] < 0 ? std::string("1") : std::to_string(shape[d]));
+            return s;
+          }());
       values_[name] = Entry{Known{}, true, loc};
       continue;
     }
@@ -644,8 +646,10 @@ void Importer::addInputs() {
     int64_t n = 1;
     bool overflow = false;
     for (int64_t d : shape) {
-      if (d != 0 && n > std::numeric_limits<int64_t>::max() / d / 8) overflow = true;
-      else n *= d;
+      if (d != 0 && n > std::numeric_limits<int64_t>::max() / d / 8)
+        overflow = true;
+      else
+        n *= d;
     }
     if (overflow) {
       fail("has shape " + shapeStr(shape) + ", whose size overflows 64 bits");
@@ -689,8 +693,9 @@ void Importer::convertNode(const onnx::NodeProto &node, int index) {
                    nodeWhere(node, index) + " reads '" + in + "', which " +
                        nodeWhere(def, later->second) +
                        " defines later: nodes must be in topological order" +
-                       (later->second == index ? " (the node reads its own output)"
-                        : later->second < index ? "" : " (a cycle?)"));
+                       (later->second == index  ? " (the node reads its own output)"
+                        : later->second < index ? ""
+                                                : " (a cycle?)"));
     } else {
       diags_.error("onnx", loc,
                    nodeWhere(node, index) + " reads '" + in +
@@ -709,8 +714,9 @@ void Importer::convertNode(const onnx::NodeProto &node, int index) {
   const ConverterEntry *found = nullptr;
   if (domain.empty() || msGelu) {
     auto table = converters();
-    auto it = std::lower_bound(table.begin(), table.end(), op,
-                               [](const ConverterEntry &e, std::string_view o) { return e.opType < o; });
+    auto it =
+        std::lower_bound(table.begin(), table.end(), op,
+                         [](const ConverterEntry &e, std::string_view o) { return e.opType < o; });
     if (it != table.end() && it->opType == op) found = &*it;
   }
   int opset = opset_;
@@ -749,7 +755,8 @@ void Importer::addOutputs() {
     }
     auto it = values_.find(name);
     if (it == values_.end()) {
-      diags_.error("onnx", loc, "output '" + name + "' is not defined by any input, initializer or node");
+      diags_.error("onnx", loc,
+                   "output '" + name + "' is not defined by any input, initializer or node");
       continue;
     }
     if (it->second.poisoned) continue;
@@ -767,7 +774,7 @@ void Importer::addOutputs() {
         declared += "[";
         for (int d = 0; d < tt.shape().dim_size(); ++d) {
           const auto &dim = tt.shape().dim(d);
-          declared += (d ? "," : "") + (dim.has_dim_value() ? std::to_string(dim.dim_value())
+          declared += (d ? "," : "") + (dim.has_dim_value()   ? std::to_string(dim.dim_value())
                                         : dim.has_dim_param() ? dim.dim_param()
                                                               : std::string("?"));
           if (dim.has_dim_value() && d < type.rank() &&
@@ -794,7 +801,8 @@ void Importer::addOutputs() {
     }
     graph_.addOutput(v, std::nullopt, loc);
   }
-  if (g.output_size() == 0) diags_.error("onnx", Location{file_, 0, 0, {}}, "the model's graph has no outputs");
+  if (g.output_size() == 0)
+    diags_.error("onnx", Location{file_, 0, 0, {}}, "the model's graph has no outputs");
 }
 
 void Importer::reportUnsupported() {

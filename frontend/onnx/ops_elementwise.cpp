@@ -29,8 +29,8 @@ std::string desc(NodeContext &c, size_t i) {
 bool arity(NodeContext &c, size_t min, size_t max) {
   size_t n = c.inputCount();
   if (n < min || n > max) {
-    std::string expected = min == max ? std::to_string(min)
-                                      : std::to_string(min) + " to " + std::to_string(max);
+    std::string expected =
+        min == max ? std::to_string(min) : std::to_string(min) + " to " + std::to_string(max);
     c.error(op(c) + ": expects " + expected + (max == 1 ? " input" : " inputs") + ", got " +
             std::to_string(n));
     return false;
@@ -144,7 +144,8 @@ void convertClip(NodeContext &c) {
       return;
     }
     std::optional<Known> bound = c.known(i);
-    if (t.rank() == 1) bound = c.emit(OpKind::Reshape, {*bound}, {{"shape", std::vector<int64_t>{}}});
+    if (t.rank() == 1)
+      bound = c.emit(OpKind::Reshape, {*bound}, {{"shape", std::vector<int64_t>{}}});
     r = bound ? c.emit(bounds[i - 1].first, {*r, *bound}) : std::nullopt;
   }
   setResult(c, r);
@@ -159,9 +160,11 @@ void convertCast(NodeContext &c) {
   int64_t to = c.attrInt("to", 0);
   // saturate (opset 19) only concerns float8 targets, which ferry lacks.
   if (c.opset() >= 19) c.ignoreAttr("saturate");
-  std::optional<DType> t = to >= 0 && to <= 1 << 20 ? dtypeOf(static_cast<int32_t>(to)) : std::nullopt;
+  std::optional<DType> t =
+      to >= 0 && to <= 1 << 20 ? dtypeOf(static_cast<int32_t>(to)) : std::nullopt;
   if (!t) {
-    c.unsupported("Cast to " + onnxTypeName(static_cast<int32_t>(std::clamp<int64_t>(to, -1, 1 << 20))));
+    c.unsupported("Cast to " +
+                  onnxTypeName(static_cast<int32_t>(std::clamp<int64_t>(to, -1, 1 << 20))));
     return;
   }
   setResult(c, c.emit(OpKind::Cast, {c.known(0)}, {{"to", *t}}));
@@ -220,8 +223,8 @@ void convertConstant(NodeContext &c) {
     return;
   }
   static constexpr std::array<std::string_view, 8> kinds{
-      "value", "value_float", "value_floats", "value_int", "value_ints", "value_string",
-      "value_strings", "sparse_value"};
+      "value",      "value_float",  "value_floats",  "value_int",
+      "value_ints", "value_string", "value_strings", "sparse_value"};
   std::vector<std::string_view> given;
   for (std::string_view k : kinds)
     if (c.hasAttr(k)) given.push_back(k);

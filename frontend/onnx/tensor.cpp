@@ -17,8 +17,9 @@
 
 namespace ferry::onnx_import {
 
-static_assert(std::endian::native == std::endian::little,
-              "frontend/onnx copies little-endian raw_data verbatim; a big-endian host needs swaps");
+static_assert(
+    std::endian::native == std::endian::little,
+    "frontend/onnx copies little-endian raw_data verbatim; a big-endian host needs swaps");
 
 namespace {
 
@@ -69,20 +70,23 @@ Expected<TensorData> readExternal(const TensorProto &t, const TensorType &type,
       location = entry.value();
     } else if (entry.key() == "offset") {
       if (!number(offset))
-        return err("onnx", loc, what + ": external data offset '" + entry.value() +
-                                    "' is not a non-negative integer");
+        return err("onnx", loc,
+                   what + ": external data offset '" + entry.value() +
+                       "' is not a non-negative integer");
     } else if (entry.key() == "length") {
       if (!number(length))
-        return err("onnx", loc, what + ": external data length '" + entry.value() +
-                                    "' is not a non-negative integer");
+        return err("onnx", loc,
+                   what + ": external data length '" + entry.value() +
+                       "' is not a non-negative integer");
     }
     // "checksum" and other keys carry nothing ferry needs.
   }
   if (location.empty()) return err("onnx", loc, what + ": external data without a 'location'");
   if (!safeRelativePath(location))
-    return err("onnx", loc,
-               what + ": external data location '" + location +
-                   "' must be a relative path inside the model's folder (no absolute path, no '..')");
+    return err(
+        "onnx", loc,
+        what + ": external data location '" + location +
+            "' must be a relative path inside the model's folder (no absolute path, no '..')");
   if (baseDir.empty())
     return err("onnx", loc,
                what + ": external data '" + location +
@@ -161,16 +165,17 @@ Expected<TensorType> declaredType(const TensorProto &t, int64_t maxBytes, const 
   int64_t n = 1;
   bool overflow = false;
   for (int64_t d : t.dims()) {
-    if (d < 0)
-      return err("onnx", loc, name + " has a negative dim " + std::to_string(d));
+    if (d < 0) return err("onnx", loc, name + " has a negative dim " + std::to_string(d));
     type.shape.push_back(d);
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) overflow = true;
-    else n *= d;
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      overflow = true;
+    else
+      n *= d;
   }
   const auto size = static_cast<int64_t>(dtypeSize(*dtype));
   if (overflow || n > std::numeric_limits<int64_t>::max() / size)
-    return err("limit", loc, name + " declares shape " + shapeStr(type.shape) +
-                                 ", whose size overflows 64 bits");
+    return err("limit", loc,
+               name + " declares shape " + shapeStr(type.shape) + ", whose size overflows 64 bits");
   if (n * size > maxBytes)
     return err("limit", loc,
                name + " declares " + type.str() + " (" + std::to_string(n * size) +
@@ -184,9 +189,9 @@ Expected<TensorData> tensorFromProto(const TensorProto &t, const std::string &ba
   if (!declared) return std::move(declared).takeStatus();
   const TensorType &type = *declared;
   const std::string name(what);
-  if (t.has_segment()) return err("onnx", loc, name + " is segmented, which ferry does not support");
-  if (t.data_location() == TensorProto::EXTERNAL)
-    return readExternal(t, type, baseDir, loc, name);
+  if (t.has_segment())
+    return err("onnx", loc, name + " is segmented, which ferry does not support");
+  if (t.data_location() == TensorProto::EXTERNAL) return readExternal(t, type, baseDir, loc, name);
   const int64_t n = type.numel();
   if (t.has_raw_data()) {
     const std::string &raw = t.raw_data();
@@ -202,15 +207,27 @@ Expected<TensorData> tensorFromProto(const TensorProto &t, const std::string &ba
   int count = 0;
   std::string field;
   switch (type.dtype) {
-    case DType::F32: count = t.float_data_size(); field = "float_data"; break;
-    case DType::F64: count = t.double_data_size(); field = "double_data"; break;
-    case DType::I64: count = t.int64_data_size(); field = "int64_data"; break;
-    default: count = t.int32_data_size(); field = "int32_data"; break;
+    case DType::F32:
+      count = t.float_data_size();
+      field = "float_data";
+      break;
+    case DType::F64:
+      count = t.double_data_size();
+      field = "double_data";
+      break;
+    case DType::I64:
+      count = t.int64_data_size();
+      field = "int64_data";
+      break;
+    default:
+      count = t.int32_data_size();
+      field = "int32_data";
+      break;
   }
   if (count != n)
     return err("onnx", loc,
-               name + " is " + type.str() + " (" + std::to_string(n) + " values) but its " +
-                   field + " holds " + std::to_string(count));
+               name + " is " + type.str() + " (" + std::to_string(n) + " values) but its " + field +
+                   " holds " + std::to_string(count));
   TensorData out(type.dtype, type.shape);
   switch (type.dtype) {
     case DType::F32: copyField(t.float_data(), out); break;

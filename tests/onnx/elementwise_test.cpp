@@ -69,9 +69,12 @@ TEST(OnnxElementwise, UnaryOps) {
   expectRuns(unaryModel("Neg"), {{"x", x}}, DType::F32, {2, 0.5, -0.25, -3});
   expectRuns(unaryModel("Abs"), {{"x", x}}, DType::F32, {2, 0.5, 0.25, 3});
   expectRuns(unaryModel("Relu"), {{"x", x}}, DType::F32, {0, 0, 0.25, 3});
-  expectRuns(unaryModel("Exp"), {{"x", x}}, DType::F32, each(xs, [](double v) { return std::exp(v); }));
-  expectRuns(unaryModel("Tanh"), {{"x", x}}, DType::F32, each(xs, [](double v) { return std::tanh(v); }));
-  expectRuns(unaryModel("Erf"), {{"x", x}}, DType::F32, each(xs, [](double v) { return std::erf(v); }));
+  expectRuns(unaryModel("Exp"), {{"x", x}}, DType::F32,
+             each(xs, [](double v) { return std::exp(v); }));
+  expectRuns(unaryModel("Tanh"), {{"x", x}}, DType::F32,
+             each(xs, [](double v) { return std::tanh(v); }));
+  expectRuns(unaryModel("Erf"), {{"x", x}}, DType::F32,
+             each(xs, [](double v) { return std::erf(v); }));
   expectRuns(unaryModel("Sigmoid"), {{"x", x}}, DType::F32,
              each(xs, [](double v) { return 1 / (1 + std::exp(-v)); }));
   expectRuns(unaryModel("Reciprocal"), {{"x", x}}, DType::F32, {-0.5, -2, 4, 1.0 / 3});
@@ -91,7 +94,8 @@ TEST(OnnxElementwise, LeakyReluAndGelu) {
   expectRuns(leaky, {{"x", x}}, DType::F32, {-0.2, -0.05, 0.25, 3});
   expectRuns(unaryModel("LeakyRelu"), {{"x", x}}, DType::F32, {-0.02, -0.005, 0.25, 3});  // 0.01
   auto gelu = [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); };
-  expectRuns(unaryModel("Gelu"), {{"x", x}}, DType::F32, {gelu(-2), gelu(-0.5), gelu(0.25), gelu(3)});
+  expectRuns(unaryModel("Gelu"), {{"x", x}}, DType::F32,
+             {gelu(-2), gelu(-0.5), gelu(0.25), gelu(3)});
   Model tanhGelu = unaryModel("Gelu");
   attr(tanhGelu.graph().mutable_node(0)[0], "approximate", std::string("tanh"));
   auto gt = [](double v) {
@@ -121,17 +125,22 @@ TEST(OnnxElementwise, BinaryOpsBroadcast) {
   TensorData a = tensor(DType::F32, {2, 2}, {1, 2, 3, 4});
   TensorData b = tensor(DType::F32, {2}, {10, 20});
   std::map<std::string, TensorData> in{{"a", a}, {"b", b}};
-  expectRuns(binaryModel("Add", DType::F32, {2, 2}, DType::F32, {2}), in, DType::F32, {11, 22, 13, 24});
-  expectRuns(binaryModel("Sub", DType::F32, {2, 2}, DType::F32, {2}), in, DType::F32, {-9, -18, -7, -16});
-  expectRuns(binaryModel("Mul", DType::F32, {2, 2}, DType::F32, {2}), in, DType::F32, {10, 40, 30, 80});
-  expectRuns(binaryModel("Div", DType::F32, {2, 2}, DType::F32, {2}), in, DType::F32, {0.1, 0.1, 0.3, 0.2});
+  expectRuns(binaryModel("Add", DType::F32, {2, 2}, DType::F32, {2}), in, DType::F32,
+             {11, 22, 13, 24});
+  expectRuns(binaryModel("Sub", DType::F32, {2, 2}, DType::F32, {2}), in, DType::F32,
+             {-9, -18, -7, -16});
+  expectRuns(binaryModel("Mul", DType::F32, {2, 2}, DType::F32, {2}), in, DType::F32,
+             {10, 40, 30, 80});
+  expectRuns(binaryModel("Div", DType::F32, {2, 2}, DType::F32, {2}), in, DType::F32,
+             {0.1, 0.1, 0.3, 0.2});
   expectRuns(binaryModel("Less", DType::F32, {2, 2}, DType::F32, {2}),
              {{"a", a}, {"b", tensor(DType::F32, {2}, {2, 2})}}, DType::Bool, {1, 0, 0, 0});
   expectRuns(binaryModel("Greater", DType::F32, {2, 2}, DType::F32, {2}),
              {{"a", a}, {"b", tensor(DType::F32, {2}, {2, 2})}}, DType::Bool, {0, 0, 1, 1});
-  expectRuns(binaryModel("Equal", DType::I64, {2, 2}, DType::I64, {2}),
-             {{"a", tensor(DType::I64, {2, 2}, {1, 2, 3, 2})}, {"b", tensor(DType::I64, {2}, {1, 2})}},
-             DType::Bool, {1, 1, 0, 1});
+  expectRuns(
+      binaryModel("Equal", DType::I64, {2, 2}, DType::I64, {2}),
+      {{"a", tensor(DType::I64, {2, 2}, {1, 2, 3, 2})}, {"b", tensor(DType::I64, {2}, {1, 2})}},
+      DType::Bool, {1, 1, 0, 1});
 }
 
 TEST(OnnxElementwise, IntegerDivTruncatesTowardZero) {
@@ -148,13 +157,15 @@ TEST(OnnxElementwise, IntegerDivTruncatesTowardZero) {
 
 TEST(OnnxElementwise, PowKeepsTheBasesDtype) {
   // A float base with an integer exponent: the exponent is cast, the result is float.
-  expectRuns(binaryModel("Pow", DType::F32, {3}, DType::I64, {3}),
-             {{"a", tensor(DType::F32, {3}, {2, 1.5, -2})}, {"b", tensor(DType::I64, {3}, {3, 2, 2})}},
-             DType::F32, {8, 2.25, 4});
+  expectRuns(
+      binaryModel("Pow", DType::F32, {3}, DType::I64, {3}),
+      {{"a", tensor(DType::F32, {3}, {2, 1.5, -2})}, {"b", tensor(DType::I64, {3}, {3, 2, 2})}},
+      DType::F32, {8, 2.25, 4});
   // An integer base with a float exponent: the result is the base's integer dtype.
-  expectRuns(binaryModel("Pow", DType::I32, {3}, DType::F32, {3}),
-             {{"a", tensor(DType::I32, {3}, {2, 3, 9})}, {"b", tensor(DType::F32, {3}, {3, 2, 0.5})}},
-             DType::I32, {8, 9, 3});
+  expectRuns(
+      binaryModel("Pow", DType::I32, {3}, DType::F32, {3}),
+      {{"a", tensor(DType::I32, {3}, {2, 3, 9})}, {"b", tensor(DType::F32, {3}, {3, 2, 0.5})}},
+      DType::I32, {8, 9, 3});
 }
 
 TEST(OnnxElementwise, ClipWithAndWithoutBounds) {
@@ -199,7 +210,8 @@ TEST(OnnxElementwise, CastWhereIdentityDropoutConstant) {
   where.node("Where", {"c", "a", "b"}, {"y"});
   where.output("y");
   expectRuns(where,
-             {{"c", tensor(DType::Bool, {3}, {1, 0, 1})}, {"a", tensor(DType::F32, {3}, {1, 2, 3})},
+             {{"c", tensor(DType::Bool, {3}, {1, 0, 1})},
+              {"a", tensor(DType::F32, {3}, {1, 2, 3})},
               {"b", tensor(DType::F32, {1}, {-1})}},
              DType::F32, {1, -1, 3});
   Model dropout;

@@ -130,7 +130,8 @@ TEST(OnnxImport, ConverterIntermediatesGetFreshNamesThatAvoidModelNames) {
   m.node("Identity", {"q"}, {"q/cast"});
   m.output("q/cast");
   Graph g = importOk(m);
-  auto out = runOk(g, {{"a", tensor(DType::I32, {2}, {7, -7})}, {"b", tensor(DType::I32, {2}, {2, 2})}});
+  auto out =
+      runOk(g, {{"a", tensor(DType::I32, {2}, {7, -7})}, {"b", tensor(DType::I32, {2}, {2, 2})}});
   EXPECT_EQ(out[0].dtype(), DType::I32);
   EXPECT_EQ(out[0].toDoubles(), (std::vector<double>{3, -3}));
 }

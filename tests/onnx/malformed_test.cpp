@@ -62,7 +62,7 @@ TEST(OnnxMalformed, WrongFieldTypesAreErrors) {
   // The graph field (7) written as a varint: protobuf refuses the wire type.
   std::string b = addModel().bytes();
   std::string bad = std::string("\x3a\x02\x08\x01", 4);  // graph: length 2, but a varint inside
-  bad[0] = 0x38;  // field 7, wire type 0 (varint)
+  bad[0] = 0x38;                                         // field 7, wire type 0 (varint)
   bad = bad.substr(0, 2);
   Expected<Graph> g = importOnnx(std::as_bytes(std::span(bad)), "wire.onnx", "");
   EXPECT_FALSE(g.ok());
@@ -82,7 +82,7 @@ TEST(OnnxMalformed, WrongFieldTypesAreErrors) {
 TEST(OnnxMalformed, DanglingInputAndCycleNameTheNodes) {
   Model m;
   m.input("x", DType::F32, {2});
-  m.node("Add", {"x", "b"}, {"a"}, "first");   // b is defined later: a cycle with 'second'
+  m.node("Add", {"x", "b"}, {"a"}, "first");  // b is defined later: a cycle with 'second'
   m.node("Neg", {"a"}, {"b"}, "second");
   m.node("Abs", {"nowhere"}, {"c"}, "third");
   m.node("Relu", {"c"}, {"d"}, "fourth");  // reads a poisoned value: no second error
@@ -305,11 +305,13 @@ TEST(OnnxMalformed, ExternalDataMustStayInTheModelsFolder) {
   Expected<Graph> ok = model("w.bin", 4, 3).import({}, dir.string());
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ(ok->params()[0].data.toDoubles(), (std::vector<double>{1, 2, 3}));
-  EXPECT_NE(errors(model("../w.bin", 0, 3), {}, dir.string()).find("must be a relative path inside"),
-            std::string::npos);
+  EXPECT_NE(
+      errors(model("../w.bin", 0, 3), {}, dir.string()).find("must be a relative path inside"),
+      std::string::npos);
   EXPECT_NE(errors(model("/etc/passwd", 0, 3), {}, dir.string()).find("must be a relative path"),
             std::string::npos);
-  EXPECT_NE(errors(model("w.bin", 8, 3), {}, dir.string()).find("has 16 bytes, too few for 12 bytes at offset 8"),
+  EXPECT_NE(errors(model("w.bin", 8, 3), {}, dir.string())
+                .find("has 16 bytes, too few for 12 bytes at offset 8"),
             std::string::npos)
       << errors(model("w.bin", 8, 3), {}, dir.string());
   EXPECT_NE(errors(model("w.bin", 0, 3)).find("the model was not read from a file"),

@@ -1,7 +1,6 @@
 // tests/onnx/onnx_model_util.cpp — see onnx_model_util.h.
 #include "onnx/onnx_model_util.h"
 
-
 namespace ferry::onnx_test {
 
 int32_t onnxType(DType t) {
@@ -42,8 +41,10 @@ static void setType(onnx::ValueInfoProto &v, DType t, const std::vector<Dim> &di
   auto *shape = tt->mutable_shape();
   for (const Dim &d : dims) {
     auto *dim = shape->add_dim();
-    if (!d.param.empty()) dim->set_dim_param(d.param);
-    else dim->set_dim_value(d.value);
+    if (!d.param.empty())
+      dim->set_dim_param(d.param);
+    else
+      dim->set_dim_value(d.value);
   }
 }
 

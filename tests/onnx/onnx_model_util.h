@@ -45,7 +45,8 @@ class Model {
   std::string bytes() const;
   /// Imports the serialized model as `model.onnx` (no folder: external data is an error unless
   /// `baseDir` is given).
-  Expected<Graph> import(const OnnxImportOptions &options = {}, const std::string &baseDir = "") const;
+  Expected<Graph> import(const OnnxImportOptions &options = {},
+                         const std::string &baseDir = "") const;
 
  private:
   onnx::ModelProto model_;

@@ -133,8 +133,7 @@ Expected<Walk> walkOf(const StepSpec &step, std::span<const int64_t> in) {
 // dimension at a time. Holds its index on the stack: a launch allocates nothing.
 class Cursor {
  public:
-  Cursor(const Walk &w, int64_t start)
-      : dims_(w.dims.data()), strides_(w.strides.data()), last_(w.dims.size() - 1) {
+  Cursor(const Walk &w, int64_t start) : dims_(w.dims.data()), strides_(w.strides.data()), last_(w.dims.size() - 1) {
     std::fill_n(index_.begin(), w.dims.size(), 0);
     // start > 0 only in a tensor with elements: no dim is 0.
     for (size_t d = w.dims.size(), rest = static_cast<size_t>(start); rest > 0 && d-- > 0;) {
@@ -172,9 +171,9 @@ template <class S> constexpr bool kIsHalf = std::is_same_v<S, half> || std::is_s
 // The type an op whose data is stored as S computes in: float for f16, bf16 and f32, double for
 // f64, int64 for bool and the integers.
 template <class S>
-using ComputeOf =
-    std::conditional_t<std::is_same_v<S, double>, double,
-                       std::conditional_t<kIsHalf<S> || std::is_same_v<S, float>, float, int64_t>>;
+using ComputeOf = std::conditional_t<
+    std::is_same_v<S, double>, double,
+    std::conditional_t<kIsHalf<S> || std::is_same_v<S, float>, float, int64_t>>;
 
 // The next n elements of `v` (storage S) along `cursor`, converted to C.
 template <class S, class C> void gather(const TensorView &v, Cursor &cursor, C *out, int64_t n) {
@@ -209,8 +208,7 @@ void storeBlock(const C *in, const TensorView &r, int64_t at, int64_t n, bool is
 
 // Where a block of results is computed: in the result itself when it is stored as its compute
 // type (no copy afterwards), else in `buffer`, stored with storeBlock.
-template <class S>
-ComputeOf<S> *resultBlock(const TensorView &r, int64_t at, ComputeOf<S> *buffer) {
+template <class S> ComputeOf<S> *resultBlock(const TensorView &r, int64_t at, ComputeOf<S> *buffer) {
   if constexpr (std::is_same_v<S, ComputeOf<S>>)
     return reinterpret_cast<S *>(r.data) + at;
   else
@@ -277,8 +275,7 @@ UnaryFn<int64_t> intUnary(OpKind k) {
   switch (k) {
     case OpKind::Neg:
       return [](int64_t *x, int64_t n) {
-        for (int64_t i = 0; i < n; ++i)
-          x[i] = static_cast<int64_t>(0 - static_cast<uint64_t>(x[i]));
+        for (int64_t i = 0; i < n; ++i) x[i] = static_cast<int64_t>(0 - static_cast<uint64_t>(x[i]));
       };
     case OpKind::Abs:
       return [](int64_t *x, int64_t n) {
@@ -304,14 +301,10 @@ template <class C> UnaryFn<C> unaryFn(OpKind k, bool tanhGelu) {
 // vectorise, where Eigen 3.4's select does not.
 template <class C> BinaryFn<C> floatBinary(OpKind k) {
   switch (k) {
-    case OpKind::Add:
-      return [](C *x, const C *y, int64_t n) { Array<C>(x, n) += ConstArray<C>(y, n); };
-    case OpKind::Sub:
-      return [](C *x, const C *y, int64_t n) { Array<C>(x, n) -= ConstArray<C>(y, n); };
-    case OpKind::Mul:
-      return [](C *x, const C *y, int64_t n) { Array<C>(x, n) *= ConstArray<C>(y, n); };
-    case OpKind::Div:
-      return [](C *x, const C *y, int64_t n) { Array<C>(x, n) /= ConstArray<C>(y, n); };
+    case OpKind::Add: return [](C *x, const C *y, int64_t n) { Array<C>(x, n) += ConstArray<C>(y, n); };
+    case OpKind::Sub: return [](C *x, const C *y, int64_t n) { Array<C>(x, n) -= ConstArray<C>(y, n); };
+    case OpKind::Mul: return [](C *x, const C *y, int64_t n) { Array<C>(x, n) *= ConstArray<C>(y, n); };
+    case OpKind::Div: return [](C *x, const C *y, int64_t n) { Array<C>(x, n) /= ConstArray<C>(y, n); };
     case OpKind::Pow:
       return [](C *x, const C *y, int64_t n) {
         for (int64_t i = 0; i < n; ++i) x[i] = std::pow(x[i], y[i]);
@@ -351,20 +344,15 @@ BinaryFn<int64_t> intBinary(OpKind k) {
   using U = uint64_t;
   switch (k) {
     case OpKind::Add:
-      return
-          [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return I(U(a) + U(b)); }); };
+      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return I(U(a) + U(b)); }); };
     case OpKind::Sub:
-      return
-          [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return I(U(a) - U(b)); }); };
+      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return I(U(a) - U(b)); }); };
     case OpKind::Mul:
-      return
-          [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return I(U(a) * U(b)); }); };
+      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return I(U(a) * U(b)); }); };
     case OpKind::Maximum:
-      return
-          [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return std::max(a, b); }); };
+      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return std::max(a, b); }); };
     case OpKind::Minimum:
-      return
-          [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return std::min(a, b); }); };
+      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return std::min(a, b); }); };
     case OpKind::Pow: return [](I *x, const I *y, I n) { eachPair(x, y, n, powInt); };
     default: return nullptr;
   }
@@ -415,8 +403,8 @@ void unaryLaunch(const KernelCall &call, const Walk &wx, Fn fn, bool isBool) {
 }
 
 template <class S>
-void binaryLaunch(const KernelCall &call, const Walk &wx, const Walk &wy, BinaryFn<ComputeOf<S>> fn,
-                  bool isBool) {
+void binaryLaunch(const KernelCall &call, const Walk &wx, const Walk &wy,
+                  BinaryFn<ComputeOf<S>> fn, bool isBool) {
   using C = ComputeOf<S>;
   const TensorView &x = call.operands[0], &y = call.operands[1], &r = call.result;
   forChunks(r.type->numel(), [&](int64_t begin, int64_t end) {
@@ -435,8 +423,7 @@ void binaryLaunch(const KernelCall &call, const Walk &wx, const Walk &wy, Binary
 
 // Operands stored as S, the result as bool.
 template <class S>
-void compareLaunch(const KernelCall &call, const Walk &wx, const Walk &wy,
-                   CompareFn<ComputeOf<S>> fn) {
+void compareLaunch(const KernelCall &call, const Walk &wx, const Walk &wy, CompareFn<ComputeOf<S>> fn) {
   using C = ComputeOf<S>;
   const TensorView &x = call.operands[0], &y = call.operands[1], &r = call.result;
   auto *out = reinterpret_cast<uint8_t *>(r.data);
@@ -474,8 +461,7 @@ template <class S> void whereLaunch(const KernelCall &call, const std::array<Wal
 Status checkOperandDType(const StepSpec &step, size_t i, DType want) {
   if (step.operands[i].dtype == want) return Status();
   return contractError(step, "operand " + std::to_string(i) + " is " + step.operands[i].str() +
-                                 ", expected " + std::string(dtypeName(want)) +
-                                 " (a cast is missing)");
+                                 ", expected " + std::string(dtypeName(want)) + " (a cast is missing)");
 }
 
 Status checkSameShape(const StepSpec &step) {
@@ -492,8 +478,8 @@ Expected<bool> tanhGeluOf(const StepSpec &step) {
   if (step.op.kind != OpKind::Gelu) return false;
   const std::string &mode = attrString(step.op, step.attrs, "approximate");
   if (mode != "none" && mode != "tanh")
-    return makeError(
-        "attr", "'gelu' approximate must be \"none\" or \"tanh\", got \"" + mode + "\"", step.loc);
+    return makeError("attr", "'gelu' approximate must be \"none\" or \"tanh\", got \"" + mode + "\"",
+                     step.loc);
   return mode == "tanh";
 }
 
@@ -516,17 +502,13 @@ Expected<std::unique_ptr<Kernel>> prepareUnary(const StepSpec &step) {
       if constexpr (std::is_same_v<C, int64_t>) {
         return noKernel(step, t);
       } else {
-        return stepKernel(step,
-                          [wx = std::move(*wx), a = static_cast<C>(alpha)](const KernelCall &call) {
-                            unaryLaunch<S>(
-                                call, wx,
-                                [a](C *x, int64_t n) {
-                                  for (int64_t i = 0; i < n; ++i)
-                                    x[i] = x[i] < C(0) ? a * x[i] : x[i];
-                                },
-                                false);
-                            return Status();
-                          });
+        const auto leaky = [a = static_cast<C>(alpha)](C *x, int64_t n) {
+          for (int64_t i = 0; i < n; ++i) x[i] = x[i] < C(0) ? a * x[i] : x[i];
+        };
+        return stepKernel(step, [wx = std::move(*wx), leaky](const KernelCall &call) {
+          unaryLaunch<S>(call, wx, leaky, false);
+          return Status();
+        });
       }
     });
   }
@@ -534,11 +516,10 @@ Expected<std::unique_ptr<Kernel>> prepareUnary(const StepSpec &step) {
     using S = decltype(s);
     const UnaryFn<ComputeOf<S>> fn = unaryFn<ComputeOf<S>>(step.op.kind, *tanhGelu);
     if (!fn) return noKernel(step, t);
-    return stepKernel(step,
-                      [wx = std::move(*wx), fn, isBool = t == DType::Bool](const KernelCall &call) {
-                        unaryLaunch<S>(call, wx, fn, isBool);
-                        return Status();
-                      });
+    return stepKernel(step, [wx = std::move(*wx), fn, isBool = t == DType::Bool](const KernelCall &call) {
+      unaryLaunch<S>(call, wx, fn, isBool);
+      return Status();
+    });
   });
 }
 
@@ -549,8 +530,7 @@ Expected<std::unique_ptr<Kernel>> prepareBinary(const StepSpec &step) {
   FERRY_TRY(checkOperandDType(step, 1, t));
   if (compare && step.result.dtype != DType::Bool)
     return contractError(step, "the result is " + step.result.str() + ", expected bool");
-  Expected<Walk> wx = walkOf(step, step.operands[0].shape),
-                 wy = walkOf(step, step.operands[1].shape);
+  Expected<Walk> wx = walkOf(step, step.operands[0].shape), wy = walkOf(step, step.operands[1].shape);
   if (!wx) return wx.status();
   if (!wy) return wy.status();
   return withStorage(t, [&](auto s) -> Expected<std::unique_ptr<Kernel>> {
@@ -559,16 +539,15 @@ Expected<std::unique_ptr<Kernel>> prepareBinary(const StepSpec &step) {
     if (compare) {
       const CompareFn<C> fn = compareFn<C>(step.op.kind);
       if (!fn) return noKernel(step, t);
-      return stepKernel(step,
-                        [wx = std::move(*wx), wy = std::move(*wy), fn](const KernelCall &call) {
-                          compareLaunch<S>(call, wx, wy, fn);
-                          return Status();
-                        });
+      return stepKernel(step, [wx = std::move(*wx), wy = std::move(*wy), fn](const KernelCall &call) {
+        compareLaunch<S>(call, wx, wy, fn);
+        return Status();
+      });
     }
     const BinaryFn<C> fn = binaryFn<C>(step.op.kind);
     if (!fn) return noKernel(step, t);
-    return stepKernel(step, [wx = std::move(*wx), wy = std::move(*wy), fn,
-                             isBool = t == DType::Bool](const KernelCall &call) {
+    return stepKernel(step, [wx = std::move(*wx), wy = std::move(*wy), fn, isBool = t == DType::Bool](
+                                const KernelCall &call) {
       binaryLaunch<S>(call, wx, wy, fn, isBool);
       return Status();
     });
@@ -600,8 +579,7 @@ Expected<std::unique_ptr<Kernel>> prepareCast(const StepSpec &step) {
   FERRY_TRY(checkSameShape(step));
   const DType from = step.operands[0].dtype, to = step.result.dtype;
   return stepKernel(step, [from, to](const KernelCall &call) {
-    const auto inSize = static_cast<int64_t>(dtypeSize(from)),
-               outSize = static_cast<int64_t>(dtypeSize(to));
+    const auto inSize = static_cast<int64_t>(dtypeSize(from)), outSize = static_cast<int64_t>(dtypeSize(to));
     std::byte *in = call.operands[0].data, *out = call.result.data;
     parallelFor(call.result.type->numel(), kChunkBlocks * kBlock, [&](int64_t begin, int64_t end) {
       convertElements(from, in + begin * inSize, to, out + begin * outSize,

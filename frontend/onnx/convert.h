@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "ir/tensor_data.h"
@@ -41,10 +42,13 @@ inline constexpr int64_t kMaxFoldElements = int64_t{1} << 16;
 
 /// What the importer knows of one ONNX value.
 struct Known {
-  ValueId value = -1;               ///< the ferry value; -1 while only the data is known
-  std::optional<TensorData> data;   ///< its data, when known at import time
-  TensorType type;                  ///< always set
-  bool initializer = false;         ///< an initializer: materialised as a param of its name
+  ValueId value = -1;              ///< the ferry value; -1 while only the data is known
+  std::optional<TensorData> data;  ///< its data, when known at import time
+  TensorType type;                 ///< always set
+  bool initializer = false;        ///< an initializer: materialised as a param of its name
+  /// The ONNX value it is (set by known() and the driver), so that materialising it makes one
+  /// param or constant of that name however often it is read; empty for converters' own data.
+  std::string name;
 };
 
 /// One node being converted. Converters read inputs and attributes, emit ferry nodes and set the
@@ -135,9 +139,9 @@ std::span<const ConverterEntry> converters();
 
 // Each ops_*.cpp file defines one of these, listing its op types.
 std::span<const ConverterEntry> elementwiseConverters();  // ops_elementwise.cpp
-std::span<const ConverterEntry> shapeConverters();        // ops_shape.cpp: movement, Shape, Range...
-std::span<const ConverterEntry> nnConverters();           // ops_nn.cpp: MatMul, Gemm, Conv, pools,
-                                                          // norms, softmax, reductions
+std::span<const ConverterEntry> shapeConverters();  // ops_shape.cpp: movement, Shape, Range...
+std::span<const ConverterEntry> nnConverters();     // ops_nn.cpp: MatMul, Gemm, Conv, pools,
+                                                    // norms, softmax, reductions
 
 // --- ONNX tensors (tensor.cpp) ------------------------------------------------------------------
 

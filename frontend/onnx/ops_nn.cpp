@@ -264,11 +264,11 @@ void convertConv(NodeContext &ctx) {
 /// window overlaps the input); larger ONNX pads are not supported.
 bool poolPadsOk(NodeContext &ctx, const Window &w) {
   for (size_t i = 0; i < w.kernel.size(); ++i) {
-    const int64_t half = ((w.kernel[i] - 1) * w.dilations[i] + 1) / 2;
+    const int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1, half = extent / 2;
     if (std::max(w.padBegin[i], w.padEnd[i]) > half) {
-      ctx.unsupported(op(ctx) + " with padding " + std::to_string(w.padBegin[i]) + ", " +
+      ctx.unsupported(op(ctx) + " with pads " + std::to_string(w.padBegin[i]) + ", " +
                       std::to_string(w.padEnd[i]) + " in spatial dim " + std::to_string(i) +
-                      ": more than half its kernel extent " + std::to_string(half * 2));
+                      ", more than half its window of " + std::to_string(extent));
       return false;
     }
   }
@@ -316,7 +316,16 @@ void convertPool(NodeContext &ctx, OpKind kind) {
     attrs.push_back({"dilation", w2.dilation});
   else
     attrs.push_back({"count_include_pad", countIncludePad != 0});
-  emitSpatial(ctx, [&](Known in) { return ctx.emit(kind, {in}, attrs); });
+  // MaxPool of int8/uint8: ferry pools floats; f32 holds every such value, and max picks one.
+  const DType dtype = ctx.inputType(0).dtype;
+  const bool viaF32 = isMax && (dtype == DType::I8 || dtype == DType::U8);
+  emitSpatial(ctx, [&](Known in) -> std::optional<Known> {
+    std::optional<Known> x = in;
+    if (viaF32) x = ctx.emit(OpKind::Cast, {in}, {{"to", DType::F32}});
+    std::optional<Known> y = x ? ctx.emit(kind, {*x}, attrs) : std::nullopt;
+    if (y && viaF32) y = ctx.emit(OpKind::Cast, {*y}, {{"to", dtype}});
+    return y;
+  });
 }
 
 void convertMaxPool(NodeContext &ctx) { convertPool(ctx, OpKind::MaxPool2d); }
@@ -392,6 +401,28 @@ void convertSoftmaxLike(NodeContext &ctx, OpKind kind) {
 void convertSoftmax(NodeContext &ctx) { convertSoftmaxLike(ctx, OpKind::Softmax); }
 void convertLogSoftmax(NodeContext &ctx) { convertSoftmaxLike(ctx, OpKind::LogSoftmax); }
 
+/// LayerNormalization's optional outputs Mean (1) and InvStdDev (2), in f32 (stash_type 1) with
+/// the normalised dims kept as 1: mean(x) and 1 / sqrt(mean((x - mean)^2) + eps). False after an
+/// error.
+bool layerNormStatistics(NodeContext &ctx, int64_t axis, double eps) {
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < ctx.inputType(0).rank(); ++d) axes.push_back(d);
+  const std::vector<NamedAttr> reduce = {{"axes", axes}, {"keepdims", true}};
+  std::optional<Known> x = inDType(ctx, 0, DType::F32);
+  std::optional<Known> mean = x ? ctx.emit(OpKind::Mean, {*x}, reduce) : std::nullopt;
+  if (!mean) return false;
+  if (ctx.outputUsed(1)) ctx.setOutput(1, *mean);
+  if (!ctx.outputUsed(2)) return true;
+  std::optional<Known> d = ctx.emit(OpKind::Sub, {*x, *mean});
+  std::optional<Known> var = d ? ctx.emit(OpKind::Mul, {*d, *d}) : std::nullopt;
+  if (var) var = ctx.emit(OpKind::Mean, {*var}, reduce);
+  if (var) var = ctx.emit(OpKind::Add, {*var, ctx.constant(TensorData::full(DType::F32, {}, eps))});
+  std::optional<Known> inv = var ? ctx.emit(OpKind::Rsqrt, {*var}) : std::nullopt;
+  if (!inv) return false;
+  ctx.setOutput(2, *inv);
+  return true;
+}
+
 void convertLayerNormalization(NodeContext &ctx) {
   if (!need(ctx, 0, "X") || !need(ctx, 1, "Scale")) return;
   const int64_t axisAttr = ctx.attrInt("axis", -1);
@@ -400,12 +431,12 @@ void convertLayerNormalization(NodeContext &ctx) {
   if (stashType != 1)
     return ctx.unsupported("LayerNormalization with stash_type=" + std::to_string(stashType) +
                            " (ferry computes the statistics in f32)");
-  if (!extraOutputsUnused(ctx, 1, "Mean, InvStdDev")) return;
   const TensorType &x = ctx.inputType(0);
   std::optional<int64_t> axis = normalizeAxis(axisAttr, x.rank());
   if (!axis)
     return ctx.error("LayerNormalization: attribute 'axis' is " + std::to_string(axisAttr) +
                      ", out of range for the input " + x.str());
+  if ((ctx.outputUsed(1) || ctx.outputUsed(2)) && !layerNormStatistics(ctx, *axis, eps)) return;
   const Shape normalized(x.shape.begin() + *axis, x.shape.end());
 
   // ferry's layer_norm takes weight and bias of exactly the normalized shape; one that

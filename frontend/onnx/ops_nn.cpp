@@ -5,8 +5,9 @@
 // Each maps onto ferry ops exactly, inserting what ONNX's semantics need beyond ferry's
 // (PyTorch's): Gemm's alpha/beta/transposes, 1-D convolutions and pools through a unit H dim,
 // auto_pad resolved from the static input shape into explicit padding, ReduceSum of integers
-// cast back to the input's dtype, pre-13 Softmax's flattening to 2-D.
+// cast back to the input's dtype.
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -375,27 +376,10 @@ void convertBatchNormalization(NodeContext &ctx) {
   emitOut(ctx, OpKind::BatchNorm, std::move(operands), {{"eps", eps}});
 }
 
-/// Softmax / LogSoftmax. Before opset 13 the input is flattened to 2-D at `axis` (default 1)
-/// and normalised over the second dim.
+/// Softmax / LogSoftmax of opset 13 on: one axis, as ferry's.
 void convertSoftmaxLike(NodeContext &ctx, OpKind kind) {
   if (!need(ctx, 0, "input")) return;
-  if (ctx.opset() >= 13)
-    return emitOut(ctx, kind, {ctx.known(0)}, {{"axis", ctx.attrInt("axis", -1)}});
-  const Shape &in = ctx.inputType(0).shape;
-  const int64_t rank = static_cast<int64_t>(in.size());
-  int64_t axis = ctx.attrInt("axis", 1);
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
-    return ctx.error(op(ctx) + ": attribute 'axis' is " + std::to_string(axis) +
-                     " for the input " + ctx.inputType(0).str());
-  if (axis < 0) axis += rank;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= in[d];
-  std::optional<Known> flat = ctx.emit(OpKind::Reshape, {ctx.known(0)},
-                                       {{"shape", std::vector<int64_t>{outer, inner}}});
-  if (!flat) return;
-  std::optional<Known> y = ctx.emit(kind, {*flat}, {{"axis", int64_t{1}}});
-  if (!y) return;
-  emitOut(ctx, OpKind::Reshape, {*y}, {{"shape", std::vector<int64_t>(in.begin(), in.end())}});
+  emitOut(ctx, kind, {ctx.known(0)}, {{"axis", ctx.attrInt("axis", -1)}});
 }
 
 void convertSoftmax(NodeContext &ctx) { convertSoftmaxLike(ctx, OpKind::Softmax); }
@@ -479,6 +463,38 @@ void convertLayerNormalization(NodeContext &ctx) {
 
 // ---- reductions ------------------------------------------------------------------------------
 
+/// ReduceMax over an empty set of elements is the dtype's lowest value in ONNX (-inf, false),
+/// where ferry's max has no identity: the result is that constant. True when it applies (and the
+/// output is bound or an error reported).
+bool emptyMax(NodeContext &ctx, const std::vector<int64_t> &axes, bool keepdims) {
+  const TensorType &x = ctx.inputType(0);
+  std::vector<bool> reduced(x.shape.size(), axes.empty());
+  for (int64_t a : axes) {
+    std::optional<int64_t> n = normalizeAxis(a, x.rank());
+    if (!n) return false;  // ferry's rule reports it
+    reduced[*n] = true;
+  }
+  bool empty = false;
+  Shape out;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    empty = empty || (reduced[d] && x.shape[d] == 0);
+    if (!reduced[d] || keepdims) out.push_back(reduced[d] ? 1 : x.shape[d]);
+  }
+  if (!empty) return false;
+  double lowest = 0;  // bool and u8
+  switch (x.dtype) {
+    case DType::I8: lowest = -128; break;
+    case DType::I32: lowest = -2147483648.0; break;
+    case DType::I64: lowest = -9223372036854775808.0; break;
+    case DType::Bool:
+    case DType::U8: break;
+    default: lowest = -std::numeric_limits<double>::infinity();
+  }
+  emitOut(ctx, OpKind::Expand, {ctx.constant(TensorData::full(x.dtype, {}, lowest))},
+          {{"shape", std::vector<int64_t>(out.begin(), out.end())}});
+  return true;
+}
+
 /// ReduceSum takes its axes as an input from opset 13, ReduceMean and ReduceMax from opset 18
 /// (with noop_with_empty_axes); before, as an attribute.
 template <OpKind Kind> void convertReduce(NodeContext &ctx) {
@@ -495,6 +511,8 @@ template <OpKind Kind> void convertReduce(NodeContext &ctx) {
   }
   if (!axes) return;
   if (axes->empty() && noop) return emitOut(ctx, OpKind::Identity, {ctx.known(0)});
+  if constexpr (Kind == OpKind::Max)
+    if (emptyMax(ctx, *axes, keepdims)) return;
   // Empty axes reduce every dim, in ferry as in ONNX.
   std::optional<Known> y =
       ctx.emit(Kind, {ctx.known(0)}, {{"axes", *axes}, {"keepdims", keepdims}});

@@ -45,10 +45,9 @@ void emitOut(NodeContext &ctx, OpKind op, std::vector<Known> operands,
     ctx.setOutput(0, *r);
 }
 
-/// The axes of Unsqueeze/Squeeze: an input since opset 13, an attribute before. nullopt after an
-/// error; an empty list when absent.
+/// The axes of Unsqueeze/Squeeze (an input since opset 13): nullopt after an error, an empty list
+/// when absent.
 std::optional<std::vector<int64_t>> axesOperand(NodeContext &ctx) {
-  if (ctx.opset() < 13) return ctx.attrInts("axes", {});
   if (!ctx.hasInput(1)) return std::vector<int64_t>{};
   return ctx.intsInput(1, "axes");
 }
@@ -137,7 +136,7 @@ void convertGather(NodeContext &ctx) {
 
 void convertUnsqueeze(NodeContext &ctx) {
   if (!need(ctx, 0, "data")) return;
-  if (ctx.opset() >= 13 && !need(ctx, 1, "axes")) return;
+  if (!need(ctx, 1, "axes")) return;
   std::optional<std::vector<int64_t>> axes = axesOperand(ctx);
   if (!axes) return;
   if (axes->empty()) return ctx.error("Unsqueeze: 'axes' is empty, expected at least one axis");

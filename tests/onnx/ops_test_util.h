@@ -1,9 +1,10 @@
 // tests/onnx/ops_test_util.h — what the converter tests (ops_shape_test, ops_nn_test) share:
-// import a model expecting success or errors, run it on the reference interpreter, list the ferry
-// ops it became.
+// import a model expecting success or errors, run it on the reference interpreter and a cpu
+// Session (which must agree), list the ferry ops it became.
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -12,6 +13,8 @@
 #include "backends/reference/interpreter.h"
 #include "ir/verifier.h"
 #include "onnx/onnx_model_util.h"
+#include "passes/lower.h"
+#include "runtime/session.h"
 
 namespace ferry::onnx_test {
 
@@ -35,11 +38,45 @@ inline std::string importErrors(const Model &m) {
   return s;
 }
 
+/// The outputs of a cpu Session, or none after a failure (reported).
+inline std::vector<TensorData> runOnCpu(const Graph &g,
+                                        const std::map<std::string, TensorData> &in) {
+  Expected<Executable> exe = build(g, CompileOptions{});
+  EXPECT_TRUE(exe.ok()) << exe.status().message();
+  if (!exe.ok()) return {};
+  Expected<Session> s = Session::create(std::move(exe).value());
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  if (!s.ok()) return {};
+  std::vector<NamedTensor> inputs;
+  for (const auto &[name, t] : in) inputs.push_back({name, Tensor(t)});
+  Expected<RunResult> r = s->run(inputs);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  std::vector<TensorData> out;
+  if (r.ok())
+    for (const auto &o : r->outputs) out.push_back(o.tensor.data());
+  return out;
+}
+
+/// The reference interpreter's outputs, after checking that a cpu Session gives the same (types
+/// equal, values within 1e-5 relative).
 inline std::vector<TensorData> runOk(const Graph &g,
                                      const std::map<std::string, TensorData> &in = {}) {
   auto out = reference::run(g, in);
   EXPECT_TRUE(out.ok()) << out.status().message();
-  return out.ok() ? std::move(out).value() : std::vector<TensorData>{};
+  if (!out.ok()) return {};
+  std::vector<TensorData> cpu = runOnCpu(g, in);
+  EXPECT_EQ(cpu.size(), out->size());
+  for (size_t i = 0; i < std::min(cpu.size(), out->size()); ++i) {
+    const TensorData &want = (*out)[i];
+    EXPECT_EQ(cpu[i].type().str(), want.type().str()) << "output " << i;
+    if (cpu[i].type() != want.type()) continue;
+    for (int64_t k = 0; k < want.numel(); ++k) {
+      double a = cpu[i].at(k), b = want.at(k);
+      if (a == b || (std::isnan(a) && std::isnan(b))) continue;
+      EXPECT_NEAR(a, b, 1e-5 * (1 + std::abs(b))) << "output " << i << " element " << k;
+    }
+  }
+  return std::move(out).value();
 }
 
 /// The `.fy` names of the graph's ops in order ("transpose matmul mul add").

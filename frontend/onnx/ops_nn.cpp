@@ -4,8 +4,9 @@
 //
 // Each maps onto ferry ops exactly, inserting what ONNX's semantics need beyond ferry's
 // (PyTorch's): Gemm's alpha/beta/transposes, 1-D convolutions and pools through a unit H dim,
-// auto_pad resolved from the static input shape into explicit padding, ReduceSum of integers
-// cast back to the input's dtype.
+// auto_pad resolved from the static input shape, pool pads beyond ferry's half-window limit
+// concatenated explicitly, MaxPool of int8/uint8 through f32, LayerNormalization's statistics
+// outputs, ReduceSum of integers cast back to the input's dtype, ReduceMax of nothing as -inf.
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -261,19 +262,42 @@ void convertConv(NodeContext &ctx) {
   });
 }
 
-/// ferry's pools take padding of at most half the window on each side (PyTorch's rule: every
-/// window overlaps the input); larger ONNX pads are not supported.
-bool poolPadsOk(NodeContext &ctx, const Window &w) {
+/// Whether a pool's pads exceed what ferry's pools take: at most half the window on each side
+/// (PyTorch's rule). Larger pads are made explicit (padWith) when ceil_mode is off; with it,
+/// explicit padding would move where a last window may start, so they are unsupported.
+bool padsExceedHalf(const Window &w) {
   for (size_t i = 0; i < w.kernel.size(); ++i) {
-    const int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1, half = extent / 2;
-    if (std::max(w.padBegin[i], w.padEnd[i]) > half) {
-      ctx.unsupported(op(ctx) + " with pads " + std::to_string(w.padBegin[i]) + ", " +
-                      std::to_string(w.padEnd[i]) + " in spatial dim " + std::to_string(i) +
-                      ", more than half its window of " + std::to_string(extent));
-      return false;
-    }
+    const int64_t half = ((w.kernel[i] - 1) * w.dilations[i] + 1) / 2;
+    if (std::max(w.padBegin[i], w.padEnd[i]) > half) return true;
   }
-  return true;
+  return false;
+}
+
+/// `x` (4-D) with `fill` concatenated before and after its H and W dims, padding [t, l, b, r].
+std::optional<Known> padWith(NodeContext &ctx, Known x, const std::vector<int64_t> &padding,
+                             double fill) {
+  for (int64_t dim : {2, 3}) {
+    const int64_t before = padding[dim - 2], after = padding[dim];
+    std::vector<Known> parts;
+    for (int64_t size : {before, int64_t{-1}, after}) {
+      if (size < 0) {
+        parts.push_back(x);
+        continue;
+      }
+      if (size == 0) continue;
+      std::vector<int64_t> shape(x.type.shape.begin(), x.type.shape.end());
+      shape[dim] = size;
+      std::optional<Known> block =
+          ctx.emit(OpKind::Expand, {ctx.constant(TensorData::full(x.type.dtype, {}, fill))},
+                   {{"shape", shape}});
+      if (!block) return std::nullopt;
+      parts.push_back(*block);
+    }
+    std::optional<Known> padded = ctx.emit(OpKind::Concat, std::move(parts), {{"axis", dim}});
+    if (!padded) return std::nullopt;
+    x = *padded;
+  }
+  return x;
 }
 
 void convertPool(NodeContext &ctx, OpKind kind) {
@@ -307,12 +331,16 @@ void convertPool(NodeContext &ctx, OpKind kind) {
   if (!w) return;
   if (!isMax && w->dilations != std::vector<int64_t>(spatial, 1))
     return ctx.unsupported("AveragePool with dilations " + intsStr(w->dilations));
-  if (!poolPadsOk(ctx, *w)) return;
+  const bool explicitPads = padsExceedHalf(*w);
+  if (explicitPads && ceilMode)
+    return ctx.unsupported(op(ctx) + " with ceil_mode and pads " +
+                           intsStr(ctx.attrInts("pads", {})) + " beyond half the window");
   const Window2d w2 = to2d(*w);
-  std::vector<NamedAttr> attrs = {{"kernel", w2.kernel},
-                                  {"stride", w2.stride},
-                                  {"padding", w2.padding},
-                                  {"ceil_mode", ceilMode != 0}};
+  std::vector<NamedAttr> attrs = {
+      {"kernel", w2.kernel},
+      {"stride", w2.stride},
+      {"padding", explicitPads ? std::vector<int64_t>{0, 0} : w2.padding},
+      {"ceil_mode", ceilMode != 0}};
   if (isMax)
     attrs.push_back({"dilation", w2.dilation});
   else
@@ -320,12 +348,27 @@ void convertPool(NodeContext &ctx, OpKind kind) {
   // MaxPool of int8/uint8: ferry pools floats; f32 holds every such value, and max picks one.
   const DType dtype = ctx.inputType(0).dtype;
   const bool viaF32 = isMax && (dtype == DType::I8 || dtype == DType::U8);
+  auto finish = [&](std::optional<Known> y) -> std::optional<Known> {
+    if (y && viaF32) y = ctx.emit(OpKind::Cast, {*y}, {{"to", dtype}});
+    return y;
+  };
   emitSpatial(ctx, [&](Known in) -> std::optional<Known> {
     std::optional<Known> x = in;
     if (viaF32) x = ctx.emit(OpKind::Cast, {in}, {{"to", DType::F32}});
-    std::optional<Known> y = x ? ctx.emit(kind, {*x}, attrs) : std::nullopt;
-    if (y && viaF32) y = ctx.emit(OpKind::Cast, {*y}, {{"to", dtype}});
-    return y;
+    if (!x) return std::nullopt;
+    if (!explicitPads) return finish(ctx.emit(kind, {*x}, attrs));
+    // Explicit padding: -inf for max; zeros for an average that counts them; otherwise the
+    // average of the zero-padded input over the average of a mask of the input's cells.
+    const double fill = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
+    std::optional<Known> padded = padWith(ctx, *x, w2.padding, fill);
+    std::optional<Known> y = padded ? ctx.emit(kind, {*padded}, attrs) : std::nullopt;
+    if (!y || isMax || countIncludePad) return finish(y);
+    Shape maskShape = x->type.shape;
+    maskShape[0] = maskShape[1] = 1;
+    std::optional<Known> mask =
+        padWith(ctx, ctx.constant(TensorData::full(x->type.dtype, maskShape, 1)), w2.padding, 0);
+    if (mask) mask = ctx.emit(kind, {*mask}, attrs);
+    return finish(mask ? ctx.emit(OpKind::Div, {*y, *mask}) : std::nullopt);
   });
 }
 

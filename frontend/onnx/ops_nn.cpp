@@ -132,8 +132,7 @@ struct Window {
 
 /// Reads strides, dilations (when `hasDilations`), pads and auto_pad for `kernel` over the
 /// spatial dims of input 0. Reports and returns nullopt on a problem.
-std::optional<Window> readWindow(NodeContext &ctx, std::vector<int64_t> kernel,
-                                 bool hasDilations) {
+std::optional<Window> readWindow(NodeContext &ctx, std::vector<int64_t> kernel, bool hasDilations) {
   const Shape &x = ctx.inputType(0).shape;
   const size_t spatial = kernel.size();
   Window w;
@@ -156,8 +155,7 @@ std::optional<Window> readWindow(NodeContext &ctx, std::vector<int64_t> kernel,
     return ok;
   };
   if (!checkList("strides", w.strides, spatial, 1) ||
-      !checkList("dilations", w.dilations, spatial, 1) ||
-      !checkList("pads", pads, 2 * spatial, 0))
+      !checkList("dilations", w.dilations, spatial, 1) || !checkList("pads", pads, 2 * spatial, 0))
     return std::nullopt;
 
   if (autoPad == "NOTSET") {
@@ -211,9 +209,10 @@ struct Window2d {
 
 Window2d to2d(const Window &w) {
   if (w.kernel.size() == 2)
-    return {w.kernel, w.strides, w.dilations,
-            {w.padBegin[0], w.padBegin[1], w.padEnd[0], w.padEnd[1]}};
-  return {{1, w.kernel[0]}, {1, w.strides[0]}, {1, w.dilations[0]}, {0, w.padBegin[0], 0, w.padEnd[0]}};
+    return {
+        w.kernel, w.strides, w.dilations, {w.padBegin[0], w.padBegin[1], w.padEnd[0], w.padEnd[1]}};
+  return {
+      {1, w.kernel[0]}, {1, w.strides[0]}, {1, w.dilations[0]}, {0, w.padBegin[0], 0, w.padEnd[0]}};
 }
 
 /// Runs `body` on input 0 lifted to 4-D (a unit H dim inserted for a 1-D op) and binds its
@@ -238,8 +237,8 @@ void convertConv(NodeContext &ctx) {
   if (ctx.hasAttr("kernel_shape")) {
     std::vector<int64_t> given = ctx.attrInts("kernel_shape", {});
     if (given != kernel)
-      return ctx.error("Conv: attribute 'kernel_shape' is " + intsStr(given) +
-                       " but the weight " + wt.str() + " has the kernel " + intsStr(kernel));
+      return ctx.error("Conv: attribute 'kernel_shape' is " + intsStr(given) + " but the weight " +
+                       wt.str() + " has the kernel " + intsStr(kernel));
   }
   const int64_t group = ctx.attrInt("group", 1);
   std::optional<Window> w = readWindow(ctx, kernel, /*hasDilations=*/true);
@@ -322,10 +321,10 @@ void convertPool(NodeContext &ctx, OpKind kind) {
   const bool dilated = isMax || ctx.opset() >= 19;
   if (!spatialRankOk(ctx)) return;
   const size_t spatial = static_cast<size_t>(ctx.inputType(0).rank() - 2);
-  if (kernel.size() != spatial || std::find_if(kernel.begin(), kernel.end(),
-                                               [](int64_t k) { return k < 1; }) != kernel.end())
-    return ctx.error(op(ctx) + ": attribute 'kernel_shape' is " + intsStr(kernel) +
-                     ", expected " + std::to_string(spatial) + " positive sizes for the input " +
+  if (kernel.size() != spatial ||
+      std::find_if(kernel.begin(), kernel.end(), [](int64_t k) { return k < 1; }) != kernel.end())
+    return ctx.error(op(ctx) + ": attribute 'kernel_shape' is " + intsStr(kernel) + ", expected " +
+                     std::to_string(spatial) + " positive sizes for the input " +
                      ctx.inputType(0).str());
   std::optional<Window> w = readWindow(ctx, kernel, dilated);
   if (!w) return;
@@ -486,8 +485,7 @@ void convertLayerNormalization(NodeContext &ctx) {
   if (scale && (!hasBias || bias)) {
     std::vector<Known> operands = {ctx.known(0), *scale};
     if (bias) operands.push_back(*bias);
-    return emitOut(ctx, OpKind::LayerNorm, std::move(operands),
-                   {{"axis", *axis}, {"eps", eps}});
+    return emitOut(ctx, OpKind::LayerNorm, std::move(operands), {{"axis", *axis}, {"eps", eps}});
   }
   // Otherwise ONNX's broadcasting over X: normalise, then scale and shift; the result must keep
   // X's shape.

@@ -224,12 +224,11 @@ void convertRange(NodeContext &ctx) {
       return ctx.unsupported(std::string("Range whose input '") + names[i] +
                              "' is not known at import time");
     if (data[i]->numel() != 1)
-      return ctx.error(std::string("Range: input '") + names[i] + "' is " +
-                       data[i]->type().str() + ", expected a scalar");
+      return ctx.error(std::string("Range: input '") + names[i] + "' is " + data[i]->type().str() +
+                       ", expected a scalar");
     if (data[i]->dtype() != data[0]->dtype())
-      return ctx.error(std::string("Range: input '") + names[i] + "' is " +
-                       data[i]->type().str() + " but 'start' is " + data[0]->type().str() +
-                       ", expected one dtype");
+      return ctx.error(std::string("Range: input '") + names[i] + "' is " + data[i]->type().str() +
+                       " but 'start' is " + data[0]->type().str() + ", expected one dtype");
   }
   const DType dtype = data[0]->dtype();
   if (dtype == DType::Bool) return ctx.error("Range: inputs are bool, expected numbers");
@@ -251,13 +250,11 @@ void convertRange(NodeContext &ctx) {
   if (delta == 0) return ctx.error("Range: 'delta' is 0");
   double count = std::ceil((limit - start) / delta);
   if (!std::isfinite(count) && !std::isnan(count))
-    return ctx.error("Range: start " + std::to_string(start) + ", limit " +
-                     std::to_string(limit) + " and delta " + std::to_string(delta) +
-                     " give infinitely many elements");
+    return ctx.error("Range: start " + std::to_string(start) + ", limit " + std::to_string(limit) +
+                     " and delta " + std::to_string(delta) + " give infinitely many elements");
   if (std::isnan(count) || count <= 0) count = 0;
   if (count > static_cast<double>(kMaxRangeElements))
-    return ctx.unsupported("Range of more than " + std::to_string(kMaxRangeElements) +
-                           " elements");
+    return ctx.unsupported("Range of more than " + std::to_string(kMaxRangeElements) + " elements");
   n = static_cast<int64_t>(count);
   TensorData out(dtype, {n});
   for (int64_t i = 0; i < n; ++i) out.set(i, start + static_cast<double>(i) * delta);

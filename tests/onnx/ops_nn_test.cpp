@@ -97,10 +97,9 @@ TEST(OnnxNnOps, ConvAutoPadSameUpperAndLower) {
     const char *autoPad;
     Floats want;
   };
-  for (const Case &c : {Case{"SAME_UPPER", {10, 14, 18, 10, 26, 30, 34, 18, 42, 46, 50, 26, 25, 27,
-                                            29, 15}},
-                        Case{"SAME_LOWER", {0, 1, 3, 5, 4, 10, 14, 18, 12, 26, 30, 34, 20, 42,
-                                            46, 50}}}) {
+  for (const Case &c :
+       {Case{"SAME_UPPER", {10, 14, 18, 10, 26, 30, 34, 18, 42, 46, 50, 26, 25, 27, 29, 15}},
+        Case{"SAME_LOWER", {0, 1, 3, 5, 4, 10, 14, 18, 12, 26, 30, 34, 20, 42, 46, 50}}}) {
     Model m;
     m.input("x", DType::F32, {1, 1, 4, 4});
     m.initializer("w", TensorData::full(DType::F32, {1, 1, 2, 2}, 1));
@@ -214,9 +213,9 @@ TEST(OnnxNnOps, PoolPadsBeyondHalfTheWindowArePaddedExplicitly) {
     int64_t includePad;
     Floats want;
   };
-  for (const Case &c : {Case{"MaxPool", 0, {2, 2, 2, 8, 8, 8}},
-                        Case{"AveragePool", 0, {1, 1.5, 2, 4, 4.5, 5}},
-                        Case{"AveragePool", 1, {3.0 / 9, 3.0 / 9, 2.0 / 9, 4, 3, 15.0 / 9}}}) {
+  for (const Case &c :
+       {Case{"MaxPool", 0, {2, 2, 2, 8, 8, 8}}, Case{"AveragePool", 0, {1, 1.5, 2, 4, 4.5, 5}},
+        Case{"AveragePool", 1, {3.0 / 9, 3.0 / 9, 2.0 / 9, 4, 3, 15.0 / 9}}}) {
     Model m;
     m.input("x", DType::F32, {1, 1, 3, 3});
     auto &n = m.node(c.op, {"x"}, {"y"});
@@ -368,8 +367,8 @@ TEST(OnnxNnOps, ReductionsKeepDimsAndDTypes) {
   m.output("max");
   m.output("sum");
   m.output("all");
-  auto out = runOk(importOk(m), {{"x", iota({2, 3})},
-                                 {"i", tensor(DType::I32, {2, 3}, {1, 2, 3, -4, 5, 6})}});
+  auto out = runOk(importOk(m),
+                   {{"x", iota({2, 3})}, {"i", tensor(DType::I32, {2, 3}, {1, 2, 3, -4, 5, 6})}});
   ASSERT_EQ(out.size(), 4u);
   expectNear(out[0], DType::F32, {2, 1}, {1, 4});
   expectNear(out[1], DType::F32, {3}, {3, 4, 5});

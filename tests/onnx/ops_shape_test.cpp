@@ -156,8 +156,8 @@ TEST(OnnxShapeOps, GatherTakesNegativeIndicesFromValuesAndScalarsFromConstants) 
   attr(m.node("Gather", {"x", "last"}, {"z"}), "axis", int64_t{1});
   m.output("y");
   m.output("z");
-  auto out = runOk(importOk(m), {{"x", iota({3, 2})},
-                                 {"idx", tensor(DType::I64, {2, 2}, {-1, 0, 1, -3})}});
+  auto out = runOk(importOk(m),
+                   {{"x", iota({3, 2})}, {"idx", tensor(DType::I64, {2, 2}, {-1, 0, 1, -3})}});
   ASSERT_EQ(out.size(), 2u);
   expectNear(out[0], DType::F32, {2, 2, 2}, {4, 5, 0, 1, 2, 3, 0, 1});
   expectNear(out[1], DType::F32, {3}, {1, 3, 5});

@@ -23,9 +23,4 @@ std::span<const ConverterEntry> converters() {
   return table;
 }
 
-// Placeholders until ops_shape.cpp and ops_nn.cpp land (branch onnx-ops): remove these two
-// definitions when merging that branch.
-std::span<const ConverterEntry> shapeConverters() { return {}; }
-std::span<const ConverterEntry> nnConverters() { return {}; }
-
 }  // namespace ferry::onnx_import

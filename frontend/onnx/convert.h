@@ -114,7 +114,9 @@ class NodeContext {
   /// Whether output `i` is written and read by something (a node or a graph output).
   virtual bool outputUsed(size_t i) const = 0;
   /// Binds output `i` to `k`. The first emitted node producing output 0 takes the output's ONNX
-  /// name (setOutput renames the ferry value to it).
+  /// name (setOutput renames the ferry value to it). An output the node does not write (`i` past
+  /// outputCount(), or an empty name) is ignored. The driver calls a converter only for a node
+  /// whose output 0 is named.
   virtual void setOutput(size_t i, Known k) = 0;
 
   // --- problems -------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the ONNX fixtures of tests/tools (ferry_onnx_tools_test.cpp): three small models and
+"""Writes the ONNX fixtures of tests/tools (ferry_onnx_tools_test.cpp): three small models (elementwise ops only) and
 folders of test data in the layout of ONNX's backend tests (input_K.pb, output_K.pb).
 
 The tests never run Python: the files are committed. Run this again (with the `onnx` package, e.g.
@@ -62,18 +62,20 @@ def add_relu():
     save_set("add_relu", "wrong_input_shape", [("x", x.reshape(3, 2)), ("bias", bias)], [("y", y)])
 
 
-def gemm_batch():
-    # A symbolic batch dim: --shape input=2,4 fixes it.
-    w = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
-    b = np.array([0.1, -0.2, 0.3], dtype=np.float32)
-    save_model("gemm_batch",
-               [helper.make_node("Gemm", ["input", "fc.weight", "fc.bias"], ["logits"],
-                                 name="Gemm_0", transB=1)],
+def scale_shift():
+    # A symbolic batch dim (--shape input=2,4 fixes it) and initializers (params).
+    scale = np.array([0.5, -1.0, 2.0, 0.25], dtype=np.float32)
+    shift = np.array([0.1, -0.2, 0.3, 0.0], dtype=np.float32)
+    save_model("scale_shift",
+               [helper.make_node("Mul", ["input", "bn.scale"], ["scaled"], name="Mul_0"),
+                helper.make_node("Add", ["scaled", "bn.shift"], ["shifted"], name="Add_1"),
+                helper.make_node("Relu", ["shifted"], ["out"], name="Relu_2")],
                [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 4])],
-               [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 3])],
-               [numpy_helper.from_array(w, "fc.weight"), numpy_helper.from_array(b, "fc.bias")])
+               [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 4])],
+               [numpy_helper.from_array(scale, "bn.scale"), numpy_helper.from_array(shift, "bn.shift")])
     x = np.array([[1, 2, 3, 4], [-1, 0.5, 0, 2]], dtype=np.float32)
-    save_set("gemm_batch", "test_data_set_0", [("input", x)], [("logits", (x @ w.T + b).astype(np.float32))])
+    save_set("scale_shift", "test_data_set_0", [("input", x)],
+             [("out", np.maximum(x * scale + shift, 0).astype(np.float32))])
 
 
 def int_outputs():
@@ -94,5 +96,5 @@ def int_outputs():
 
 if __name__ == "__main__":
     add_relu()
-    gemm_batch()
+    scale_shift()
     int_outputs()

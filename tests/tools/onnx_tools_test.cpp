@@ -60,10 +60,11 @@ TEST_F(OnnxTools, EveryEmitWorksOnAnImportedGraph) {
 }
 
 TEST_F(OnnxTools, SavedExecutableRunsOnTheTestData) {
-  const Result c = compile(fixture("add_relu.onnx") + " --emit none -o " + shellQuote(path("m.ferry")));
+  const Result c =
+      compile(fixture("add_relu.onnx") + " --emit none -o " + shellQuote(path("m.ferry")));
   ASSERT_EQ(c.exit, 0) << c.err;
-  const Result r = run(shellQuote(path("m.ferry")) + " --check-dir " +
-                       fixture("add_relu/test_data_set_0"));
+  const Result r =
+      run(shellQuote(path("m.ferry")) + " --check-dir " + fixture("add_relu/test_data_set_0"));
   EXPECT_EQ(r.exit, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "check  y vs output_0.pb: max abs error 0, max rel error 0: pass"))
       << r.out;
@@ -77,8 +78,8 @@ TEST_F(OnnxTools, TextDumpOfAnImportedModelRunsAsFy) {
   ASSERT_EQ(c.exit, 0) << c.err;
   ASSERT_TRUE(fs::exists(path("io.fy")));
   // The .fy written from the ONNX model checks against the ONNX test data (.pb files).
-  const Result r = run(shellQuote(path("io.fy")) + " --check-dir " +
-                       fixture("int_outputs/test_data_set_0"));
+  const Result r =
+      run(shellQuote(path("io.fy")) + " --check-dir " + fixture("int_outputs/test_data_set_0"));
   EXPECT_EQ(r.exit, 0) << r.out << r.err;
   EXPECT_EQ(linesWith(r.out, ": pass").size(), 2u) << r.out;
 }
@@ -107,7 +108,8 @@ TEST_F(OnnxTools, CheckDirMismatchesExitOneAndSayWhat) {
   EXPECT_TRUE(contains(value.out, "FAIL, 1 of 6 elements beyond atol + rtol*|expected| (first at "
                                   "[0,0]: got 1.5, expected 1.50999999)"))
       << value.out;
-  EXPECT_TRUE(contains(value.err, "error: 1 of 1 outputs differ from the expected ones")) << value.err;
+  EXPECT_TRUE(contains(value.err, "error: 1 of 1 outputs differ from the expected ones"))
+      << value.err;
   // A looser tolerance takes it: 0.01 <= 0.01 * 1.51.
   EXPECT_EQ(check("add_relu", "bad_value", "--rtol 0.01").exit, 0);
   EXPECT_EQ(check("add_relu", "bad_value", "--atol 0.02").exit, 0);
@@ -125,7 +127,8 @@ TEST_F(OnnxTools, CheckDirMismatchesExitOneAndSayWhat) {
                                  "FAIL, 1 of 4 elements differ (i64: compared exactly) (first at "
                                  "[2]: got 6, expected 7)"))
       << ints.out;
-  EXPECT_TRUE(contains(ints.out, "check  same vs output_1.pb: max abs error 0, max rel error 0: pass"))
+  EXPECT_TRUE(
+      contains(ints.out, "check  same vs output_1.pb: max abs error 0, max rel error 0: pass"))
       << ints.out;
 }
 
@@ -155,7 +158,8 @@ TEST_F(OnnxTools, EveryPolicyOnCpuAndCpu1MatchesTheTestData) {
       const Result r = check(model, "test_data_set_0", options);
       EXPECT_EQ(r.exit, 0) << r.out << r.err;
     }
-    const Result r = check("scale_shift", "test_data_set_0", std::string(options) + " --shape input=2,4");
+    const Result r =
+        check("scale_shift", "test_data_set_0", std::string(options) + " --shape input=2,4");
     EXPECT_EQ(r.exit, 0) << r.out << r.err;
   }
 }
@@ -176,9 +180,9 @@ TEST_F(OnnxTools, ShapeFixesSymbolicDims) {
   EXPECT_TRUE(contains(disagree.err, "[2,5]")) << disagree.err;
   expectUsageError(FERRY_COMPILE, fixture("scale_shift.onnx") + " --shape input=2,4 --shape nope=1",
                    "'nope'");
-  expectUsageError(FERRY_RUN,
-                   fixture("scale_shift.onnx") + " --random-inputs --shape input=2,4 --shape nope=1",
-                   "'nope'");
+  expectUsageError(
+      FERRY_RUN, fixture("scale_shift.onnx") + " --random-inputs --shape input=2,4 --shape nope=1",
+      "'nope'");
   const Result ran = run(fixture("scale_shift.onnx") + " --shape input=3,4 --random-inputs");
   EXPECT_EQ(ran.exit, 0) << ran.err;
   EXPECT_TRUE(contains(ran.out, "output out: f32[3,4]")) << ran.out;
@@ -194,8 +198,7 @@ TEST_F(OnnxTools, ShapeSyntaxErrorsNameTheFlag) {
                    Match::Whole);
   expectUsageError(FERRY_COMPILE, m + " --shape input=", "--shape input: no dims after '='");
   expectUsageError(FERRY_COMPILE, m + " --shape =1,2", "--shape: no input name before '='");
-  expectUsageError(FERRY_COMPILE, m + " --shape input=2,,4",
-                   "--shape input: empty dim in '2,,4'");
+  expectUsageError(FERRY_COMPILE, m + " --shape input=2,,4", "--shape input: empty dim in '2,,4'");
   expectUsageError(FERRY_COMPILE, m + " --shape input=2,x",
                    "--shape input: expected a non-negative integer, got 'x'", Match::Whole);
   expectUsageError(FERRY_COMPILE, m + " --shape input=2,99999999999999999999",
@@ -205,7 +208,8 @@ TEST_F(OnnxTools, ShapeSyntaxErrorsNameTheFlag) {
   const std::string fy = write("m.fy", "graph g {\n  input %x : f32[2] @cpu\n  output %x\n}\n");
   expectUsageError(FERRY_COMPILE, shellQuote(fy) + " --shape x=2",
                    "--shape: applies to ONNX models (.onnx), whose inputs may have symbolic "
-                   "dims; '" + fy + "' is not one: it declares the shapes of its inputs",
+                   "dims; '" +
+                       fy + "' is not one: it declares the shapes of its inputs",
                    Match::Whole);
   expectUsageError(FERRY_RUN, shellQuote(fy) + " --shape x=2", "--shape: applies to ONNX models");
 }

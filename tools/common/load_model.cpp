@@ -39,7 +39,7 @@ Status parseDims(std::string_view list, const std::string &name, std::vector<int
 
 void addShapeFlag(CLI::App &app, std::vector<std::string> &specs) {
   app.add_option("--shape", specs,
-                 "An ONNX model's input NAME has this shape (its symbolic dims fixed); repeatable")
+                 "ONNX models: input NAME's shape, its symbolic dims fixed; repeatable")
       ->type_name("NAME=D0,D1,...")
       ->expected(1)
       ->allow_extra_args(false)

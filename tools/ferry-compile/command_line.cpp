@@ -62,9 +62,7 @@ void addOptions(CLI::App &app, Options &o) {
              "their paths and converted weights print inline, up to " +
              std::to_string(PrintOptions{}.maxInline) +
              " elements each.\n"
-             "An existing -o FILE is replaced; the model and the files it reads never are.\n"
-             "An ONNX model (.onnx) is imported with its names; --shape fixes the symbolic dims\n"
-             "of its inputs (--shape input=1,3,224,224), which it needs when it has any.\n\n"
+             "An existing -o FILE is replaced; the model and the files it reads never are.\n\n"
              "Exit status: 0 compiled (warnings on stderr), 1 the model was rejected\n"
              "(diagnostics on stderr), 2 usage error or unreadable file.\n");
 }

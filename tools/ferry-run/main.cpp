@@ -211,10 +211,14 @@ std::variant<Executable, int> loadModel(const Options &o, const Plan &p, Report 
   }
   // Nothing is compiled for a device this build cannot run.
   if (std::optional<Device> d = firstWithoutBackend(p.compile.devices, builtinBackends())) {
-    Diagnostic e{Severity::Error, "device", {},
-                 "--devices names " + d->str() + ", and this build of ferry has no backend for it " +
+    Diagnostic e{Severity::Error,
+                 "device",
+                 {},
+                 "--devices names " + d->str() +
+                     ", and this build of ferry has no backend for it " +
                      "(backends: " + describeBackends(builtinBackends()) + ")",
-                 {}, {}};
+                 {},
+                 {}};
     e.fix("run with --devices that leave it out, or with a build of ferry that has a backend for " +
           d->str());
     printDiagnostics(report, std::span<const Diagnostic>(&e, 1));
@@ -458,11 +462,10 @@ int run(const Options &o, Report &report) {
 void addOptions(CLI::App &app, Options &o) {
   app.formatter(std::make_shared<HelpFormatter>());
   app.add_option("model", o.model,
-                 "A .fy model, an ONNX model (.onnx), or an executable saved by ferry (.ferry)")
+                 "A .fy or ONNX (.onnx) model, or an executable saved by ferry (.ferry)")
       ->required()
       ->type_name("MODEL");
-  app.add_option("--input", o.inputs,
-                 "Input NAME from a .npy or ONNX TensorProto .pb file (repeat for each input)")
+  app.add_option("--input", o.inputs, "Input NAME from a .npy or ONNX TensorProto .pb file")
       ->type_name("NAME=FILE.npy|FILE.pb")
       ->allow_extra_args(false);
   app.add_flag("--random-inputs{0}", o.randomSeed,
@@ -482,13 +485,12 @@ void addOptions(CLI::App &app, Options &o) {
       ->capture_default_str();
   app.add_flag("--outputs-on-device", o.outputsOnDevice,
                "Return outputs on the device that computed them, not the host");
-  app.add_option(
-         "--check-dir", o.checkDir,
-         "Inputs from DIR/input_K.pb, outputs compared with DIR/output_K.pb (ONNX test data)")
+  app.add_option("--check-dir", o.checkDir,
+                 "Run on DIR/input_K.pb, compare with DIR/output_K.pb (ONNX test data)")
       ->type_name("DIR");
-  app.add_option("--rtol", o.rtol, "--check-dir: relative tolerance (default 1e-3)")
+  app.add_option("--rtol", o.rtol, "--check-dir's relative tolerance (default 1e-3)")
       ->type_name("X");
-  app.add_option("--atol", o.atol, "--check-dir: absolute tolerance (default 1e-7)")
+  app.add_option("--atol", o.atol, "--check-dir's absolute tolerance (default 1e-7)")
       ->type_name("X");
   app.add_flag("--check", o.check, "Check every run's copies and kernel operands against the plan");
   addShapeFlag(app, o.shapes);
@@ -496,29 +498,24 @@ void addOptions(CLI::App &app, Options &o) {
   addBudgetFlags(app, o.compile);
   app.footer(
       "Compile flags (--devices to --max-casts) apply to .fy and ONNX models, --shape to ONNX\n"
-      "models only (it fixes the symbolic dims of their inputs). Inputs are read onto the host\n"
-      "and moved to their declared devices. FERRY_NUM_THREADS sets the kernels' threads (1 to\n"
-      "1024; default: the core count).\n"
-      "--check-dir DIR reads DIR/input_K.pb (or .npy), K = 0, 1, ..., each given to the input\n"
-      "its TensorProto names, else to the K-th; it compares each DIR/output_K.pb with the\n"
-      "output it names, else the K-th: floats pass where |got - expected| <= atol +\n"
-      "rtol * |expected| (numpy's assert_allclose, as ONNX's backend tests), NaN where NaN is\n"
-      "expected; integers and bools must be equal; dtypes and shapes too.\n"
-      "Exit status: 0 ran (and every output matched), 1 the model was rejected, a run failed\n"
-      "or an output differs from --check-dir's (diagnostics on stderr), 2 usage error, bad\n"
+      "models only. Inputs are read onto the host and moved to their declared devices.\n"
+      "FERRY_NUM_THREADS sets the kernels' threads (1 to 1024; default: the core count).\n"
+      "--check-dir: input_K and output_K go by their TensorProto's name, else by position;\n"
+      "floats pass where |got - expected| <= atol + rtol * |expected| (as ONNX's backend\n"
+      "tests), NaN only where NaN is expected; integers and bools must be equal.\n"
+      "Exit status: 0 ran (every output matched --check-dir's), 1 the model was rejected, a\n"
+      "run failed or an output differs (diagnostics on stderr), 2 usage error, bad\n"
       "FERRY_NUM_THREADS, unreadable model or input, an input of the wrong name, dtype or\n"
-      "shape, or a --check-dir folder missing, without input_K.pb/output_K.pb, or whose\n"
-      "counts differ from the model's inputs and outputs.\n");
+      "shape, or a --check-dir folder missing, empty or of other counts than the model's.\n");
 }
 
 // Parses the command line into `o` as ferry-compile does (tools/common/cli_errors.h): a value
 // that is missing or is another option, and CLI11's own errors, are one line naming the option.
 // Returns the exit status when ferry-run is done (--help: 0, a usage error: 2), or nullopt.
 std::optional<int> parseCommandLine(int argc, char **argv, Options &o, Report &report) {
-  CLI::App app{
-      "Runs a .fy or ONNX model or a saved executable on .npy, .pb or random inputs, or on "
-      "ONNX test data; prints the outputs and run times.",
-      "ferry-run"};
+  CLI::App app{"Runs a .fy or ONNX model or a saved executable on .npy, .pb or random inputs, or\n"
+               "on ONNX test data (--check-dir); prints the outputs and run times.",
+               "ferry-run"};
   addOptions(app, o);
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (Status s = checkRandomInputsSeed(argc, argv); !s.ok()) return report.usage(oneLine(s));

@@ -211,12 +211,10 @@ std::variant<Executable, int> loadModel(const Options &o, const Plan &p, Report 
   }
   // Nothing is compiled for a device this build cannot run.
   if (std::optional<Device> d = firstWithoutBackend(p.compile.devices, builtinBackends())) {
-    // clang-format off
     Diagnostic e{Severity::Error, "device", {},
                  "--devices names " + d->str() + ", and this build of ferry has no backend for it " +
                      "(backends: " + describeBackends(builtinBackends()) + ")",
                  {}, {}};
-    // clang-format on
     e.fix("run with --devices that leave it out, or with a build of ferry that has a backend for " +
           d->str());
     printDiagnostics(report, std::span<const Diagnostic>(&e, 1));

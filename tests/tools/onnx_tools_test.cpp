@@ -183,6 +183,16 @@ TEST_F(OnnxTools, ShapeFixesSymbolicDims) {
   expectUsageError(
       FERRY_RUN, fixture("scale_shift.onnx") + " --random-inputs --shape input=2,4 --shape nope=1",
       "'nope'");
+  // A bare --explain says what could change a failed import; JSON carries the node.
+  const Result explain = compile(fixture("scale_shift.onnx") + " --explain");
+  EXPECT_EQ(explain.exit, 1);
+  EXPECT_TRUE(contains(explain.err, "explain: the model does not import, which no option but "
+                                    "--shape changes"))
+      << explain.err;
+  const Result json = compile(fixture("scale_shift.onnx") + " --diagnostics json");
+  EXPECT_EQ(json.exit, 1);
+  EXPECT_TRUE(json.err.starts_with("[")) << json.err;
+  EXPECT_TRUE(contains(json.err, "\"node\": \"input 'input'\"")) << json.err;
   const Result ran = run(fixture("scale_shift.onnx") + " --shape input=3,4 --random-inputs");
   EXPECT_EQ(ran.exit, 0) << ran.err;
   EXPECT_TRUE(contains(ran.out, "output out: f32[3,4]")) << ran.out;

@@ -167,6 +167,7 @@ TEST_F(FerryCompileUsage, EveryOptionOfHelpRejectsABadValue) {
         "--max-transfer-bytes: expected a non-negative integer, got '1e3'"}},
       {"--max-casts", {"--max-casts -1", "--max-casts: expected a non-negative integer, got '-1'"}},
       {"--stats", {"--stats=maybe", "--stats takes no value, got 'maybe'"}},
+      {"--shape", {"--shape x", "--shape: expected NAME=D0,D1,... (e.g. --shape x=1,784), got 'x'"}},
       {"--explain", {"--explain %nosuch", "--explain: no value %nosuch"}},
       {"--help", {"--help=x", "--help takes no value, got 'x'"}},
   };

@@ -287,7 +287,7 @@ TEST_F(FerryRun, ArtifactRunsLikeItsModel) {
 
   // Compile flags do not apply to a compiled model.
   expectUsageError(shellQuote(artifact) + " --random-inputs --devices cpu",
-                   "--devices: applies to .fy models; '" + artifact + "' is already compiled",
+                   "--devices: applies to .fy and ONNX models; '" + artifact + "' is already compiled",
                    Match::Whole);
   expectUsageError("--random-inputs --no-fallback " + shellQuote(artifact),
                    "--no-fallback: ", Match::Start);
@@ -364,7 +364,7 @@ TEST_F(FerryRun, BadOptionsAreOneLineUsageErrors) {
       {"--iterations x", "--iterations: ", "got 'x'"},
       {"--warmup -1", "--warmup: ", "non-negative integer"},
       {"--random-inputs=abc", "--random-inputs: ", "got 'abc'"},
-      {"--input x", "--input: ", "expected NAME=FILE.npy, got 'x'"},
+      {"--input x", "--input: ", "expected NAME=FILE.npy or NAME=FILE.pb, got 'x'"},
       {"--input =" + shellQuote(xFile), "--input: ", "no input name"},
       {"--input x=" + shellQuote(xFile) + " --input x=" + shellQuote(xFile),
        "--input: ", "given twice"},
@@ -524,7 +524,7 @@ TEST_F(FerryRun, HelpListsEveryOption) {
                         "Exit status"})
     EXPECT_TRUE(contains(r.out, s)) << s << " missing from:\n" << r.out;
   EXPECT_FALSE(contains(r.out, "--stop-after")) << r.out;
-  EXPECT_LT(count(r.out, "\n"), 40u) << r.out;
+  EXPECT_LT(count(r.out, "\n"), 48u) << r.out;
   std::istringstream lines(r.out);
   for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 100u) << line;
 }
@@ -785,8 +785,8 @@ TEST_F(FerryRun, CommandLineErrorsAreWordedAsFerryCompilesAre) {
       {"--iterations", "--iterations: expected N (timed runs (1 to 1000000)), got nothing"},
       {"--output-dir --check", "--output-dir: expected DIR ("},
       {"--input --random-inputs",
-       "--input: expected NAME=FILE.npy (input NAME from a .npy file (repeat for each input)), got "
-       "the option '--random-inputs'"},
+       "--input: expected NAME=FILE.npy|FILE.pb (input NAME from a .npy or ONNX TensorProto .pb "
+       "file), got the option '--random-inputs'"},
       {"--random-inputs --check=1", "--check takes no value, got '1'"},
       {"--random-inputs=", "--random-inputs: expected --random-inputs=SEED, got nothing after '='"},
       {"--random-inputs --outputs-on-device x",

@@ -7,6 +7,7 @@
 #include "ir/printer.h"
 #include "passes/pass.h"
 #include "tools/common/cli_errors.h"
+#include "tools/common/load_model.h"
 #include "tools/common/report.h"
 
 namespace ferry {
@@ -20,9 +21,9 @@ std::string passNames() {
 }
 
 void addOptions(CLI::App &app, Options &o) {
-  app.add_option("model", o.model, "The model, in ferry's .fy text format")
+  app.add_option("model", o.model, "The model: ferry's .fy text, or an ONNX model (.onnx)")
       ->required()
-      ->type_name("MODEL.fy");
+      ->type_name("MODEL");
   app.add_option("--emit", o.emits, "text (annotated .fy, the default), dot, svg, json or none")
       ->check(CLI::IsMember({"text", "dot", "svg", "json", "none"}))
       ->delimiter(',')
@@ -42,6 +43,7 @@ void addOptions(CLI::App &app, Options &o) {
       ->type_name("FORMAT")
       ->capture_default_str();
   app.add_flag("--no-locations", o.noLocations, "Leave source locations out of the output");
+  addShapeFlag(app, o.shapes);
   addPolicyFlags(app, o.compile);
   app.add_option("--stop-after", o.stopAfter, "Stop after this pass: " + passNames())
       ->type_name("PASS");
@@ -60,7 +62,9 @@ void addOptions(CLI::App &app, Options &o) {
              "their paths and converted weights print inline, up to " +
              std::to_string(PrintOptions{}.maxInline) +
              " elements each.\n"
-             "An existing -o FILE is replaced; the model and the files it reads never are.\n\n"
+             "An existing -o FILE is replaced; the model and the files it reads never are.\n"
+             "An ONNX model (.onnx) is imported with its names; --shape fixes the symbolic dims\n"
+             "of its inputs (--shape input=1,3,224,224), which it needs when it has any.\n\n"
              "Exit status: 0 compiled (warnings on stderr), 1 the model was rejected\n"
              "(diagnostics on stderr), 2 usage error or unreadable file.\n");
 }
@@ -80,7 +84,7 @@ std::string explainWithoutPercent(const std::vector<std::string> &args) {
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     const std::string &next = args[i + 1];
     if (args[i] == "--explain" && !next.starts_with("%") && !next.starts_with("-") &&
-        !next.ends_with(".fy") && !next.ends_with(".ferry"))
+        !next.ends_with(".fy") && !next.ends_with(".ferry") && !isOnnxPath(next))
       return next;
   }
   return "";
@@ -89,7 +93,7 @@ std::string explainWithoutPercent(const std::vector<std::string> &args) {
 }  // namespace
 
 std::optional<int> parseCommandLine(int argc, char **argv, Options &o) {
-  CLI::App app{"Compiles a .fy model (devices, dtypes, transfers, casts); prints the result.",
+  CLI::App app{"Compiles a .fy or ONNX model (devices, dtypes, transfers, casts); prints the result.",
                "ferry-compile"};
   addOptions(app, o);
   const std::vector<std::string> given(argv + 1, argv + argc);

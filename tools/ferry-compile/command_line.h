@@ -20,6 +20,7 @@ struct Options {
   std::string diagnostics = "text";
   bool noLocations = false;
   CompileFlags compile;
+  std::vector<std::string> shapes;  ///< --shape NAME=D0,D1,...: an ONNX model's input shapes
   std::string stopAfter;
   bool stats = false;
   /// --explain: "*" for a bare --explain (rejections), else value names.

@@ -1,11 +1,13 @@
-// tools/ferry-compile/main.cpp — ferry-compile: compile a .fy model (placement, dtypes, simplify,
-// budgets) and write the annotated graph as text, DOT, SVG or JSON, the executable artifact,
-// and statistics on request.
+// tools/ferry-compile/main.cpp — ferry-compile: compile a .fy or ONNX model (placement, dtypes,
+// simplify, budgets) and write the annotated graph as text, DOT, SVG or JSON, the executable
+// artifact, and statistics on request.
 //
 // A run is four steps, so that a usage error never leaves half an output behind:
-//   1. check    options, output destinations (writable, not the model), the model file
-//   2. compile  parse (no output is a file the model reads: its npy params), then compile; a
-//               rejection still draws the graph (DOT, SVG, JSON)
+//   1. check    options (--shape for ONNX models only), output destinations (writable, not the
+//               model), the model file
+//   2. compile  parse the .fy or import the ONNX model (tools/common/load_model.h; no output is
+//               a file the model reads: its npy params), then compile; a rejection still draws
+//               the graph (DOT, SVG, JSON)
 //   3. render   every output into memory: --explain names, SVG through dot, the executable, a
 //               dump too large for stdout and param files already there (-o FILE.fy writes
 //               FILE.params/) can fail here, before anything is written
@@ -17,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include "ir/parser.h"
 #include "ir/printer.h"
 #include "passes/compile.h"
 #include "passes/cost_settings.h"
@@ -25,6 +26,7 @@
 #include "runtime/artifact.h"
 #include "runtime/executable.h"
 #include "tools/common/compile_flags.h"
+#include "tools/common/load_model.h"
 #include "tools/common/report.h"
 #include "tools/ferry-compile/command_line.h"
 #include "tools/ferry-compile/device_totals.h"
@@ -44,11 +46,14 @@ constexpr int kOk = 0;
 constexpr int kRejected = 1;
 constexpr int kUsage = 2;
 
-// The options for compile(), each checked with a message that names its flag.
-Status compileOptions(const Options &o, CompileOptions &c) {
+// The options for compile() and for reading the model, each checked with a message that names
+// its flag.
+Status compileOptions(const Options &o, CompileOptions &c, LoadOptions &load) {
   CompileOptions probe;
   probe.stopAfter = c.stopAfter = o.stopAfter;
   FERRY_TRY(validateAlone(probe, "--stop-after"));
+  FERRY_TRY(parseShapeFlags(o.shapes, load.onnx.inputShapes));
+  FERRY_TRY(checkShapesApply(o.shapes, o.model));
   return toCompileOptions(o.compile, c);
 }
 
@@ -119,7 +124,9 @@ Expected<std::vector<std::string>> explainNamed(const Graph &graph, const Option
 int run(const Options &o, Report &report) {
   // 1. check
   CompileOptions options;
-  if (Status s = compileOptions(o, options); !s.ok()) return report.usage(oneLine(s));
+  // Type errors of single nodes are left to compile()'s verify, beside the rest of the model's.
+  LoadOptions load{.parse = ParseOptions{.deferTypeErrors = true}};
+  if (Status s = compileOptions(o, options, load); !s.ok()) return report.usage(oneLine(s));
   Expected<OutputPlan> plan = planOutputs({.model = o.model,
                                            .emits = o.emits,
                                            .output = o.output,
@@ -139,8 +146,7 @@ int run(const Options &o, Report &report) {
                                         [](const std::string &n) { return n != "*"; });
 
   // 2. compile
-  // Type errors of single nodes are left to compile()'s verify, beside the rest of the model's.
-  Expected<Graph> graph = parseFile(o.model, ParseOptions{.deferTypeErrors = true});
+  Expected<Graph> graph = loadModel(o.model, load);
   if (!graph.ok()) {
     const std::vector<Diagnostic> &ds = graph.status().diagnostics();
     // A file that vanished or failed between the check above and the parse is no model error.
@@ -148,9 +154,11 @@ int run(const Options &o, Report &report) {
         std::all_of(ds.begin(), ds.end(), [](const Diagnostic &d) { return d.code == "io"; });
     report.diagnostics(ds);
     if (!io && (explainRejection || explainNames))
-      report.info("explain", "explain: the model does not parse or type-check, which no option "
-                             "changes, and it has no values to explain yet; the diagnostics "
-                             "above say where\n");
+      report.info("explain",
+                  std::string("explain: the model does not ") +
+                      (isOnnxPath(o.model) ? "import, which no option but --shape changes"
+                                           : "parse or type-check, which no option changes") +
+                      ", and it has no values to explain yet; the diagnostics above say where\n");
     report.flush();
     return io ? kUsage : kRejected;
   }

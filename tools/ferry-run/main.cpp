@@ -1,26 +1,31 @@
-// tools/ferry-run/main.cpp — ferry-run: build a .fy model (or load a saved executable), run it
-// on inputs from .npy files or random ones, print a summary of each output and the run times,
+// tools/ferry-run/main.cpp — ferry-run: build a .fy or ONNX model (or load a saved executable),
+// run it on inputs from .npy or .pb files, random ones, or a folder of ONNX test data, print a
+// summary of each output and the run times, compare the outputs with the folder's expected ones,
 // and write the outputs as .npy files on request.
 //
 // The steps, in order; each failure exits with the status --help states:
 //   1. flags       every option and FERRY_NUM_THREADS checked, one line naming the flag or the
 //                  variable (command-line errors worded as ferry-compile's, tools/common/
-//                  cli_errors.h); --input files read and their .npy headers checked (2)
-//   2. model       an artifact when the file starts with the artifact's magic, else .fy text:
-//                  parsed and built (2 unreadable, 1 rejected by the compiler or the parser,
+//                  cli_errors.h); --input files and the --check-dir folder read (2)
+//   2. model       an artifact when the file starts with the artifact's magic, else an ONNX
+//                  model (.onnx) imported or .fy text parsed (tools/common/load_model.h), and
+//                  built (2 unreadable, 1 rejected by the compiler, the parser or the importer,
 //                  diagnostics written as ferry-compile writes them, through the shared Report
 //                  of tools/common/report.h: capped, escaped)
 //   3. inputs      --input tensors matched to the model's inputs by name, random ones for the
-//                  rest (2)
+//                  rest; or the --check-dir files by name, else position (2)
 //   4. runs        --warmup untimed, then --iterations timed runs on one Session (1; the
 //                  Session's input check is a usage error, 2); each at most kMaxRuns, and of a
 //                  timed run only its wall time and step times are kept (the last one's whole)
-//   5. report      outputs, timings, the slowest steps on stdout; the last timed run as a
-//                  Chrome trace to --trace; outputs to --output-dir (2 unwritable)
+//   5. report      outputs, timings, the slowest steps on stdout; the outputs against
+//                  --check-dir's; the last timed run as a Chrome trace to --trace; outputs to
+//                  --output-dir (2 unwritable); then 1 when an output did not match
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -34,15 +39,17 @@
 #include <vector>
 
 #include "backends/cpu/num_threads.h"
-#include "ir/parser.h"
 #include "runtime/artifact.h"
 #include "passes/lower.h"
 #include "runtime/executable.h"
 #include "runtime/session.h"
 #include "tools/common/cli_errors.h"
 #include "tools/common/compile_flags.h"
+#include "tools/common/load_model.h"
 #include "tools/common/report.h"
+#include "tools/ferry-run/check_dir.h"
 #include "tools/ferry-run/report.h"
+#include "tools/ferry-run/tensor_file.h"
 #include "tools/ferry-run/trace.h"
 
 namespace ferry {
@@ -65,7 +72,11 @@ struct Options {
   std::string model;
   CompileFlags compile;
   std::string compileFlagGiven;  // the first compile flag on the command line, or ""
+  std::vector<std::string> shapes;
   std::vector<std::string> inputs;
+  std::string checkDir;
+  std::string rtol;  // "" when not given
+  std::string atol;
   std::string randomSeed;  // "" when --random-inputs is not given
   std::string outputDir;
   std::string trace;
@@ -85,7 +96,10 @@ struct InputFile {
 // The options once checked.
 struct Plan {
   CompileOptions compile;
+  LoadOptions load;
   std::vector<InputFile> inputs;
+  std::optional<TestData> testData;
+  Tolerance tolerance;
   std::optional<int64_t> randomSeed;
   int64_t iterations = 0;
   int64_t warmup = 0;
@@ -110,13 +124,47 @@ Status checkTracePath(const std::string &path) {
   return {};
 }
 
+// `s` as a tolerance: a finite number, at least 0 ("" leaves `out` as it is).
+Status toleranceFlag(const std::string &s, std::string_view flag, double &out) {
+  if (s.empty()) return {};
+  double v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) || v < 0)
+    return flagError(flag, "expected a non-negative number (e.g. 1e-5), got '" + s + "'");
+  out = v;
+  return {};
+}
+
+// --check-dir and what goes with it: the folder read, the tolerances; --input and
+// --random-inputs left out (the folder gives every input).
+Status checkTestDataFlags(const Options &o, Plan &p) {
+  FERRY_TRY(toleranceFlag(o.rtol, "--rtol", p.tolerance.rtol));
+  FERRY_TRY(toleranceFlag(o.atol, "--atol", p.tolerance.atol));
+  if (o.checkDir.empty()) {
+    if (!o.rtol.empty() || !o.atol.empty())
+      return flagError(o.rtol.empty() ? "--atol" : "--rtol",
+                       "applies to --check-dir DIR (the outputs compared with DIR's), which is "
+                       "not given");
+    return {};
+  }
+  if (!o.inputs.empty() || !o.randomSeed.empty())
+    return flagError("--check-dir", std::string("the folder gives every input; leave out ") +
+                                        (o.inputs.empty() ? "--random-inputs" : "--input"));
+  Expected<TestData> data = readTestData(o.checkDir);
+  if (!data) return data.status();
+  p.testData = std::move(data).value();
+  return {};
+}
+
 Status checkFlags(const Options &o, Plan &p) {
   FERRY_TRY(cpu::checkNumThreadsEnv());
   FERRY_TRY(toCompileOptions(o.compile, p.compile));
+  FERRY_TRY(parseShapeFlags(o.shapes, p.load.onnx.inputShapes));
+  FERRY_TRY(checkShapesApply(o.shapes, o.model));
   for (const std::string &spec : o.inputs) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos)
-      return flagError("--input", "expected NAME=FILE.npy, got '" + spec + "'");
+      return flagError("--input", "expected NAME=FILE.npy or NAME=FILE.pb, got '" + spec + "'");
     std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
     if (name.empty()) return flagError("--input", "no input name before '=' in '" + spec + "'");
     if (file.empty()) return flagError("--input " + name, "no file after '='");
@@ -124,10 +172,11 @@ Status checkFlags(const Options &o, Plan &p) {
       if (seen.name == name) return flagError("--input", "input '" + name + "' is given twice");
     if (std::string why = unreadableReason(file); !why.empty())
       return flagError("--input " + name, "cannot read '" + file + "': " + why);
-    Expected<Tensor> t = Tensor::fromNpy(file);
+    Expected<Tensor> t = readTensorFile(file);
     if (!t) return flagError("--input " + name, oneLine(t.status()));
     p.inputs.push_back({std::move(name), std::move(file), std::move(t).value()});
   }
+  FERRY_TRY(checkTestDataFlags(o, p));
   std::optional<int64_t> n;
   FERRY_TRY(integerFlag(o.randomSeed, "--random-inputs", 0, p.randomSeed));
   FERRY_TRY(integerFlag(o.iterations, "--iterations", 1, n, kMaxRuns));
@@ -142,14 +191,18 @@ Status checkFlags(const Options &o, Plan &p) {
 }
 
 // The executable of `o.model`, or the exit status of why there is none. A saved executable
-// starts with the magic (docs/artifact.md); anything else is given to the .fy parser, whose
-// errors say where the text went wrong, bytes that are not text included.
+// starts with the magic (docs/artifact.md); a `.onnx` file is imported; anything else is given
+// to the .fy parser, whose errors say where the text went wrong, bytes that are not text
+// included.
 std::variant<Executable, int> loadModel(const Options &o, const Plan &p, Report &report) {
   if (std::string why = unreadableReason(o.model); !why.empty())
     return report.usage("cannot read '" + o.model + "': " + why);
   if (isExecutableFile(o.model)) {
-    if (!o.compileFlagGiven.empty())
-      return report.usage(o.compileFlagGiven + ": applies to .fy models; '" + o.model +
+    const std::string flag = !o.compileFlagGiven.empty() ? o.compileFlagGiven
+                             : !o.shapes.empty()          ? "--shape"
+                                                          : "";
+    if (!flag.empty())
+      return report.usage(flag + ": applies to .fy and ONNX models; '" + o.model +
                           "' is already compiled");
     Expected<Executable> exe = Executable::load(o.model);
     if (!exe) return report.usage(oneLine(exe.status()));
@@ -166,7 +219,7 @@ std::variant<Executable, int> loadModel(const Options &o, const Plan &p, Report 
     printDiagnostics(report, std::span<const Diagnostic>(&e, 1));
     return kFailed;
   }
-  Expected<Graph> graph = parseFile(o.model);
+  Expected<Graph> graph = loadModel(o.model, p.load);
   if (!graph) {
     const std::vector<Diagnostic> &ds = graph.status().diagnostics();
     printDiagnostics(report, ds);
@@ -198,6 +251,15 @@ std::string inputList(const Executable &exe) {
 // onto the host; the Session moves them to their declared devices (counted as input moves).
 std::variant<std::vector<NamedTensor>, int> gatherInputs(const Executable &exe, const Plan &p,
                                                          Report &report) {
+  if (p.testData) {
+    std::vector<std::string> files;
+    Expected<std::vector<NamedTensor>> matched = matchTestData(*p.testData, exe, &files);
+    if (!matched) return report.usage(oneLine(matched.status()));
+    for (size_t i = 0; i < matched->size(); ++i)
+      std::cout << "input  " << summarizeTensor((*matched)[i].name, (*matched)[i].tensor)
+                << "  (from " << (fs::path(p.testData->dir) / files[i]).string() << ")\n";
+    return std::move(matched).value();
+  }
   for (const InputFile &in : p.inputs)
     if (exe.findInput(in.name) < 0)
       return report.usage("--input " + in.name + ": the model has no input '" + in.name +
@@ -355,7 +417,9 @@ int run(const Options &o, Report &report) {
       const std::vector<Diagnostic> &ds = r.status().diagnostics();
       // An input of the wrong dtype or shape is the command line's fault, not the model's.
       if (std::all_of(ds.begin(), ds.end(), [](const Diagnostic &d) { return d.code == "input"; }))
-        return report.usage("--input: " + oneLine(r.status()));
+        return report.usage((p.testData ? "--check-dir " + p.testData->dir + ": "
+                                        : std::string("--input: ")) +
+                            oneLine(r.status()));
       printDiagnostics(report, ds);
       return kFailed;
     }
@@ -367,24 +431,37 @@ int run(const Options &o, Report &report) {
   for (const NamedTensor &out : outputs)
     std::cout << "output " << summarizeTensor(out.name, out.tensor) << "\n";
   std::cout << renderTimings(*session, timings, p.warmup);
+  const int mismatches = p.testData ? checkOutputs(*p.testData, outputs, p.tolerance, std::cout) : 0;
   std::cout << std::flush;
   if (!o.trace.empty()) {
     const std::string json =
         renderTrace(session->executable(), timings.last(), session->executable().name);
     if (int status = writeTrace(json, o.trace, report); status != kOk) return status;
   }
-  if (!o.outputDir.empty()) return writeOutputs(outputs, o.outputDir, report);
+  if (!o.outputDir.empty())
+    if (int status = writeOutputs(outputs, o.outputDir, report); status != kOk) return status;
+  if (mismatches > 0) {
+    Diagnostic e{Severity::Error, "check", {},
+                 std::to_string(mismatches) + " of " + std::to_string(outputs.size()) +
+                     " outputs differ from the expected ones in '" + p.testData->dir +
+                     "'; the check lines above say where",
+                 {}, {}};
+    printDiagnostics(report, std::span<const Diagnostic>(&e, 1));
+    return kFailed;
+  }
   return kOk;
 }
 
 // ferry-run's options, as --help lists them.
 void addOptions(CLI::App &app, Options &o) {
   app.formatter(std::make_shared<HelpFormatter>());
-  app.add_option("model", o.model, "A .fy model, or an executable saved by ferry (.ferry)")
+  app.add_option("model", o.model,
+                 "A .fy model, an ONNX model (.onnx), or an executable saved by ferry (.ferry)")
       ->required()
       ->type_name("MODEL");
-  app.add_option("--input", o.inputs, "Input NAME from a .npy file (repeat for each input)")
-      ->type_name("NAME=FILE.npy")
+  app.add_option("--input", o.inputs,
+                 "Input NAME from a .npy or ONNX TensorProto .pb file (repeat for each input)")
+      ->type_name("NAME=FILE.npy|FILE.pb")
       ->allow_extra_args(false);
   app.add_flag("--random-inputs{0}", o.randomSeed,
                "Inputs not given: randn(seed=SEED+i) for the i-th, zeros if not float")
@@ -403,23 +480,40 @@ void addOptions(CLI::App &app, Options &o) {
       ->capture_default_str();
   app.add_flag("--outputs-on-device", o.outputsOnDevice,
                "Return outputs on the device that computed them, not the host");
+  app.add_option("--check-dir", o.checkDir,
+                 "Inputs from DIR/input_K.pb, outputs compared with DIR/output_K.pb (ONNX test data)")
+      ->type_name("DIR");
+  app.add_option("--rtol", o.rtol, "--check-dir: relative tolerance (default 1e-3)")
+      ->type_name("X");
+  app.add_option("--atol", o.atol, "--check-dir: absolute tolerance (default 1e-7)")
+      ->type_name("X");
   app.add_flag("--check", o.check, "Check every run's copies and kernel operands against the plan");
+  addShapeFlag(app, o.shapes);
   addPolicyFlags(app, o.compile);
   addBudgetFlags(app, o.compile);
-  app.footer("Compile flags (--devices to --max-casts) apply to .fy models only. Inputs are read\n"
-             "onto the host and moved to their declared devices. FERRY_NUM_THREADS sets the\n"
-             "kernels' threads (1 to 1024; default: the core count).\n"
-             "Exit status: 0 ran, 1 the model was rejected or a run failed (diagnostics on\n"
-             "stderr), 2 usage error, bad FERRY_NUM_THREADS, unreadable model or input, or an\n"
-             "input of the wrong name, dtype or shape.\n");
+  app.footer(
+      "Compile flags (--devices to --max-casts) apply to .fy and ONNX models, --shape to ONNX\n"
+      "models only (it fixes the symbolic dims of their inputs). Inputs are read onto the host\n"
+      "and moved to their declared devices. FERRY_NUM_THREADS sets the kernels' threads (1 to\n"
+      "1024; default: the core count).\n"
+      "--check-dir DIR reads DIR/input_K.pb (or .npy), K = 0, 1, ..., each given to the input\n"
+      "its TensorProto names, else to the K-th; it compares each DIR/output_K.pb with the\n"
+      "output it names, else the K-th: floats pass where |got - expected| <= atol +\n"
+      "rtol * |expected| (numpy's assert_allclose, as ONNX's backend tests), NaN where NaN is\n"
+      "expected; integers and bools must be equal; dtypes and shapes too.\n"
+      "Exit status: 0 ran (and every output matched), 1 the model was rejected, a run failed\n"
+      "or an output differs from --check-dir's (diagnostics on stderr), 2 usage error, bad\n"
+      "FERRY_NUM_THREADS, unreadable model or input, an input of the wrong name, dtype or\n"
+      "shape, or a --check-dir folder missing, without input_K.pb/output_K.pb, or whose\n"
+      "counts differ from the model's inputs and outputs.\n");
 }
 
 // Parses the command line into `o` as ferry-compile does (tools/common/cli_errors.h): a value
 // that is missing or is another option, and CLI11's own errors, are one line naming the option.
 // Returns the exit status when ferry-run is done (--help: 0, a usage error: 2), or nullopt.
 std::optional<int> parseCommandLine(int argc, char **argv, Options &o, Report &report) {
-  CLI::App app{"Runs a .fy model or saved executable on .npy or random inputs; prints the outputs "
-               "and run times.",
+  CLI::App app{"Runs a .fy or ONNX model or a saved executable on .npy, .pb or random inputs, or on "
+               "ONNX test data; prints the outputs and run times.",
                "ferry-run"};
   addOptions(app, o);
   const std::vector<std::string> args(argv + 1, argv + argc);

@@ -1,0 +1,79 @@
+// tools/common/load_model.cpp — reading a model by its kind, and the --shape flag.
+#include "tools/common/load_model.h"
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string_view>
+
+#include "tools/common/compile_flags.h"
+
+namespace ferry {
+
+namespace {
+
+constexpr std::string_view kFlag = "--shape";
+constexpr std::string_view kExpected = "expected NAME=D0,D1,... (e.g. --shape x=1,784)";
+// A dim no tensor reaches, so that a typo fails here and not as a huge allocation.
+constexpr int64_t kMaxDim = int64_t{1} << 40;
+
+// "1,784" as dims; errors name the input.
+Status parseDims(std::string_view list, const std::string &name, std::vector<int64_t> &dims) {
+  const std::string flag = std::string(kFlag) + " " + name;
+  if (list.empty()) return flagError(flag, "no dims after '=': " + std::string(kExpected));
+  const std::string whole(list);
+  while (true) {
+    const size_t comma = list.find(',');
+    const std::string item(list.substr(0, comma));
+    if (item.empty())
+      return flagError(flag, "empty dim in '" + whole + "': " + std::string(kExpected));
+    std::optional<int64_t> dim;
+    FERRY_TRY(integerFlag(item, flag, 0, dim, kMaxDim));
+    dims.push_back(*dim);
+    if (comma == std::string_view::npos) return {};
+    list.remove_prefix(comma + 1);
+  }
+}
+
+}  // namespace
+
+void addShapeFlag(CLI::App &app, std::vector<std::string> &specs) {
+  app.add_option("--shape", specs,
+                 "An ONNX model's input NAME has this shape (its symbolic dims fixed); repeatable")
+      ->type_name("NAME=D0,D1,...")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+Status parseShapeFlags(const std::vector<std::string> &specs,
+                       std::map<std::string, std::vector<int64_t>, std::less<>> &shapes) {
+  for (const std::string &spec : specs) {
+    // Dims hold no '=', so the last one ends the name (ONNX names may hold anything).
+    const size_t eq = spec.rfind('=');
+    if (eq == std::string::npos)
+      return flagError(kFlag, std::string(kExpected) + ", got '" + spec + "'");
+    std::string name = spec.substr(0, eq);
+    if (name.empty())
+      return flagError(kFlag, "no input name before '=' in '" + spec + "': " +
+                                  std::string(kExpected));
+    if (shapes.contains(name))
+      return flagError(kFlag, "input '" + name + "' is given twice");
+    std::vector<int64_t> dims;
+    FERRY_TRY(parseDims(std::string_view(spec).substr(eq + 1), name, dims));
+    shapes.emplace(std::move(name), std::move(dims));
+  }
+  return {};
+}
+
+Status checkShapesApply(const std::vector<std::string> &specs, const std::string &model) {
+  if (specs.empty() || isOnnxPath(model)) return {};
+  return flagError(kFlag, "applies to ONNX models (.onnx), whose inputs may have symbolic dims; '" +
+                              model + "' is not one: it declares the shapes of its inputs");
+}
+
+Expected<Graph> loadModel(const std::string &path, const LoadOptions &options) {
+  if (isOnnxPath(path)) return importOnnxFile(path, options.onnx);
+  return parseFile(path, options.parse);
+}
+
+}  // namespace ferry

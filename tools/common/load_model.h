@@ -1,0 +1,47 @@
+// tools/common/load_model.h — the model a tool is given, read by its kind: an ONNX model
+// (`.onnx`, any case) through the importer, anything else as `.fy` text; and the --shape flag,
+// which fixes the symbolic dims of an ONNX model's inputs. Both tools read models through here,
+// so that an imported graph goes through everything a parsed one does.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontend/onnx/onnx_import.h"
+#include "ir/graph.h"
+#include "ir/parser.h"
+#include "ir/status.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace ferry {
+
+/// How loadModel() reads each kind of model.
+struct LoadOptions {
+  ParseOptions parse;      ///< for `.fy` text
+  OnnxImportOptions onnx;  ///< for `.onnx` models (--shape fills its inputShapes)
+};
+
+/// Adds `--shape NAME=D0,D1,...` (repeatable), bound to `specs`.
+void addShapeFlag(CLI::App &app, std::vector<std::string> &specs);
+
+/// The --shape values as the importer takes them, each checked with a message that names the
+/// flag, what it expects and what came ("--shape: expected NAME=D0,D1,... (e.g. --shape
+/// x=1,784), got 'x'"); a name given twice is an error. Whether a name is one of the model's
+/// inputs is the importer's to say.
+Status parseShapeFlags(const std::vector<std::string> &specs,
+                       std::map<std::string, std::vector<int64_t>, std::less<>> &shapes);
+
+/// Whether `specs` suits `model`: --shape applies to ONNX models only (a `.fy` declares its
+/// shapes), so with any other model it is a usage error naming the flag and the model.
+Status checkShapesApply(const std::vector<std::string> &specs, const std::string &model);
+
+/// Reads the model in `path`: ONNX when isOnnxPath(path) (options.onnx), else `.fy` text
+/// (options.parse). Errors are the reader's diagnostics, located in the model (a `.fy` line or
+/// an ONNX node), code "io" when the file could not be read.
+Expected<Graph> loadModel(const std::string &path, const LoadOptions &options);
+
+}  // namespace ferry

@@ -1,0 +1,20 @@
+// tools/ferry-run/tensor_file.h — a tensor file as ferry-run reads inputs and expected outputs:
+// an ONNX TensorProto (`.pb`, any case) or NumPy's `.npy` (any other name).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "ir/status.h"
+#include "runtime/tensor.h"
+
+namespace ferry {
+
+/// Whether `path` names a serialized TensorProto (`.pb`, any case).
+bool isTensorProtoPath(std::string_view path);
+
+/// Reads `path` onto the host: a TensorProto when isTensorProtoPath(path), else `.npy`. `name`,
+/// when given, receives the TensorProto's name ("" when it has none, and for `.npy`).
+Expected<Tensor> readTensorFile(const std::string &path, std::string *name = nullptr);
+
+}  // namespace ferry

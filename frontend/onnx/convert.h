@@ -45,6 +45,9 @@ struct Known {
   std::optional<TensorData> data;   ///< its data, when known at import time
   TensorType type;                  ///< always set
   bool initializer = false;         ///< an initializer: materialised as a param of its name
+  /// The ONNX value it is (set by known() and the driver), so that materialising it makes one
+  /// param or constant of that name however often it is read; empty for converters' own data.
+  std::string name;
 };
 
 /// One node being converted. Converters read inputs and attributes, emit ferry nodes and set the

@@ -68,6 +68,7 @@ class Case:
 class Result:
     status: str         # passed | failed | unsupported
     reason: str = ""    # why not passed: the first line that says so
+    kind: str = ""      # why not passed, in a word: opset, dtype, op, wrong result... (KINDS)
 
 
 @dataclass
@@ -204,7 +205,19 @@ def copy_subset(root: Path, dest: Path) -> int:
 
 # --- 3. run ----------------------------------------------------------------------------------
 
-UNSUPPORTED = re.compile(r"unsupported|not supported", re.IGNORECASE)
+# Why a case did not pass, from what ferry-run printed: (kind, pattern), the first that matches.
+# The first four are "unsupported": ferry declines the case (an import error that says so, or a
+# dtype of the test data ferry has no type for); the rest "failed".
+KINDS = (
+    ("opset", re.compile(r"newer than ferry knows|opsets? \d+ to \d+", re.IGNORECASE)),
+    ("dtype", re.compile(r"data type \w+, which ferry does not support|dtype .*not supported",
+                         re.IGNORECASE)),
+    ("op", re.compile(r"ops? (is|are) not supported")),
+    ("unsupported", re.compile(r"\[unsupported\]|not supported|unsupported|does not support",
+                               re.IGNORECASE)),
+    ("wrong result", re.compile(r"^check +FAIL", re.MULTILINE)),
+)
+UNSUPPORTED_KINDS = {"opset", "dtype", "op", "unsupported"}
 
 
 def first_line(text: str, pattern: re.Pattern | None = None) -> str:
@@ -213,31 +226,43 @@ def first_line(text: str, pattern: re.Pattern | None = None) -> str:
         hits = [l for l in lines if pattern.search(l)]
         if hits:
             return hits[0]
-    errors = [l for l in lines if "error" in l.lower() or "mismatch" in l.lower()]
+    errors = [l for l in lines if "error" in l.lower()]
     return (errors or lines or [""])[0]
+
+
+def classify(output: str) -> Result:
+    for kind, pattern in KINDS:
+        if pattern.search(output):
+            if kind == "wrong result":
+                bad = [l.strip() for l in output.splitlines()
+                       if l.startswith("check ") and "pass" not in l.rsplit(":", 1)[-1]]
+                return Result("failed", "; ".join(bad[:2]), kind)
+            status = "unsupported" if kind in UNSUPPORTED_KINDS else "failed"
+            return Result(status, first_line(output, pattern), kind)
+    return Result("failed", first_line(output), "error")
 
 
 def run_ferry(ferry_run: Path, case: Case, timeout: float) -> Result:
     if not case.data_sets:
-        return Result("failed", "the case has no test_data_set_*")
+        return Result("failed", "the case has no test_data_set_*", "error")
     for ds in case.data_sets:
-        cmd = [str(ferry_run), str(case.path / "model.onnx"), "--check-dir", str(ds),
-               "--iterations", "1", "--warmup", "0"]
+        cmd = [str(ferry_run), "model.onnx", "--check-dir", ds.name, "--iterations", "1",
+               "--warmup", "0"]
         try:
+            # Run in the case's folder, so that messages name its files short.
             p = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
-                               timeout=timeout)
+                               timeout=timeout, cwd=case.path)
         except subprocess.TimeoutExpired:
-            return Result("failed", f"{ds.name}: timed out after {timeout:g} s")
+            return Result("failed", f"{ds.name}: timed out after {timeout:g} s", "timeout")
         if p.returncode == 0:
             continue
-        out = p.stderr + "\n" + p.stdout
         if p.returncode < 0:
-            return Result("failed", f"{ds.name}: crashed (signal {-p.returncode}): "
-                                    f"{first_line(p.stderr)}")
-        if p.returncode == 2 and UNSUPPORTED.search(out):
-            return Result("unsupported", first_line(out, UNSUPPORTED))
-        what = "mismatch" if p.returncode == 1 else f"exit {p.returncode}"
-        return Result("failed", f"{ds.name}: {what}: {first_line(out)}")
+            return Result("failed", f"{ds.name}: signal {-p.returncode}: {first_line(p.stderr)}",
+                          "crash")
+        r = classify(p.stderr + "\n" + p.stdout)
+        if len(case.data_sets) > 1:
+            r.reason = f"{ds.name}: {r.reason}"
+        return r
     return Result("passed")
 
 
@@ -349,16 +374,45 @@ def table(title: str, cases: list[Case], ferry: dict, ort: dict | None, ops: lis
     return lines
 
 
+def reasons(cases: list[Case], ferry: dict) -> list[str]:
+    """How many cases did not pass for each kind of reason."""
+    counts: dict[tuple[str, str], int] = {}
+    for c in cases:
+        r = ferry[c.name]
+        if r.status != "passed":
+            key = (r.status, r.kind)
+            counts[key] = counts.get(key, 0) + 1
+    lines = ["### Why cases did not pass", "", "| ferry | why | node cases | function bodies |",
+             "|---|---|---:|---:|"]
+    for (status, kind), _ in sorted(counts.items(), key=lambda kv: (kv[0][0], -kv[1])):
+        n = sum(1 for c in cases if not c.expanded and (ferry[c.name].status, ferry[c.name].kind)
+                == (status, kind))
+        lines.append(f"| {status} | {KIND_TEXT.get(kind, kind)} | {n} | {counts[(status, kind)] - n} |")
+    return lines
+
+
+KIND_TEXT = {
+    "opset": "the model's opset is newer than the importer takes",
+    "dtype": "a dtype ferry does not have (test data or model)",
+    "op": "an op the importer does not convert",
+    "unsupported": "an attribute, input or form the importer declines",
+    "wrong result": "a result beyond the tolerance",
+    "error": "another error",
+    "crash": "ferry-run crashed",
+    "timeout": "ferry-run timed out",
+}
+
+
 def details(cases: list[Case], ferry: dict, ort: dict | None) -> list[str]:
-    lines = ["### Cases that did not pass", "", "| case | op | opset | ferry | why |"
-             + (" ORT |" if ort is not None else ""),
+    lines = ["### Cases that did not pass", "",
+             "| case | op | opset | ferry | why |" + (" ONNX Runtime |" if ort is not None else ""),
              "|---|---|---:|---|---|" + ("---|" if ort is not None else "")]
     for c in cases:
         r = ferry[c.name]
         if r.status == "passed":
             continue
         why = r.reason.replace("|", "\\|")[:300]
-        line = f"| {c.name} | {c.op} | {c.opset} | {r.status} | {why} |"
+        line = f"| {c.name} | {c.op} | {c.opset} | {r.status} ({r.kind}) | {why} |"
         if ort is not None:
             o = ort[c.name]
             line += f" {o.status}" + (f": {o.reason.replace('|', '/')[:120]}" if o.reason else "") + " |"
@@ -443,7 +497,7 @@ def main() -> int:
     if body_cases:
         report += [""] + table("Function bodies (`_expanded`), by the op they expand", body_cases,
                                ferry, ort, ops)
-    report += [""] + details(cases, ferry, ort) + [""]
+    report += [""] + reasons(cases, ferry) + [""] + details(cases, ferry, ort) + [""]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(report))
 

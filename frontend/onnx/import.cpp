@@ -179,6 +179,7 @@ class Importer {
   std::set<std::string, std::less<>> reserved_;              // every name the model uses
   std::set<std::string, std::less<>> read_;                  // names read by a node or output
   std::set<std::string, std::less<>> initializerNames_;
+  std::set<std::string, std::less<>> twice_;  // names defined more than once (reported)
   // Unsupported op types (or ops as written), each with its nodes' labels and first location.
   struct Unsupported {
     std::vector<std::string> nodes;
@@ -478,9 +479,11 @@ void Importer::collectDefinitions() {
     if (name.empty()) return;
     reserved_.insert(name);
     auto [it, fresh] = definer_.emplace(name, what);
-    if (!fresh)
+    if (!fresh) {
       diags_.error("onnx", loc, "'" + name + "' is defined twice: by " + it->second + " and by " +
                                     what);
+      twice_.insert(name);
+    }
   };
   for (int i = 0; i < g.initializer_size(); ++i)
     define(g.initializer(i).name(), "initializer '" + g.initializer(i).name() + "'",
@@ -556,7 +559,7 @@ void Importer::addInputs() {
   for (int i = 0; i < g.input_size(); ++i) {
     const onnx::ValueInfoProto &in = g.input(i);
     const std::string &name = in.name();
-    if (initializerNames_.count(name)) continue;
+    if (initializerNames_.count(name) || values_.count(name)) continue;  // twice: reported
     inputNames.insert(name);
     Location loc = at("input '" + name + "'", i + 1);
     auto fail = [&](std::string message) {
@@ -695,6 +698,7 @@ void Importer::convertNode(const onnx::NodeProto &node, int index) {
     }
     bad = true;
   }
+  for (const std::string &out : node.output()) quiet = quiet || twice_.count(out) > 0;
   if (bad || quiet) {
     poison(node, loc);
     return;

@@ -2,6 +2,7 @@
 #include "tools/common/load_model.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <optional>
 #include <string_view>
 
@@ -65,6 +66,12 @@ Status parseShapeFlags(const std::vector<std::string> &specs,
   return {};
 }
 
+Device onnxInputDevice(const CompileOptions &c) {
+  const bool host =
+      std::find(c.devices.begin(), c.devices.end(), Device::cpu()) != c.devices.end();
+  return host ? Device::cpu() : c.target;
+}
+
 Status checkShapesApply(const std::vector<std::string> &specs, const std::string &model) {
   if (specs.empty() || isOnnxPath(model)) return {};
   return flagError(kFlag, "applies to ONNX models (.onnx), whose inputs may have symbolic dims; '" +
@@ -74,6 +81,12 @@ Status checkShapesApply(const std::vector<std::string> &specs, const std::string
 Expected<Graph> loadModel(const std::string &path, const LoadOptions &options) {
   if (isOnnxPath(path)) return importOnnxFile(path, options.onnx);
   return parseFile(path, options.parse);
+}
+
+bool allOfCode(const Status &s, std::string_view code) {
+  const std::vector<Diagnostic> &ds = s.diagnostics();
+  return !ds.empty() && std::all_of(ds.begin(), ds.end(),
+                                    [&](const Diagnostic &d) { return d.code == code; });
 }
 
 }  // namespace ferry

@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "ir/parser.h"
 #include "ir/status.h"
+#include "passes/options.h"
 
 namespace CLI {
 class App;
@@ -35,13 +36,22 @@ void addShapeFlag(CLI::App &app, std::vector<std::string> &specs);
 Status parseShapeFlags(const std::vector<std::string> &specs,
                        std::map<std::string, std::vector<int64_t>, std::less<>> &shapes);
 
+/// Where an imported model's inputs arrive, for compile options `c`: the host (`cpu`) when
+/// c.devices has it, else c.target (a model compiled for `cpu:1` alone takes its inputs there).
+Device onnxInputDevice(const CompileOptions &c);
+
 /// Whether `specs` suits `model`: --shape applies to ONNX models only (a `.fy` declares its
 /// shapes), so with any other model it is a usage error naming the flag and the model.
 Status checkShapesApply(const std::vector<std::string> &specs, const std::string &model);
 
 /// Reads the model in `path`: ONNX when isOnnxPath(path) (options.onnx), else `.fy` text
 /// (options.parse). Errors are the reader's diagnostics, located in the model (a `.fy` line or
-/// an ONNX node), code "io" when the file could not be read.
+/// an ONNX node), code "io" when the file could not be read, "usage" when an option does not
+/// fit the model (a --shape for a name that is no input).
 Expected<Graph> loadModel(const std::string &path, const LoadOptions &options);
+
+/// Whether every diagnostic of `s` has code `code`: a load that failed only for "io" or only for
+/// "usage" is the command line's problem (exit status 2), not the model's.
+bool allOfCode(const Status &s, std::string_view code);
 
 }  // namespace ferry

@@ -54,7 +54,9 @@ Status compileOptions(const Options &o, CompileOptions &c, LoadOptions &load) {
   FERRY_TRY(validateAlone(probe, "--stop-after"));
   FERRY_TRY(parseShapeFlags(o.shapes, load.onnx.inputShapes));
   FERRY_TRY(checkShapesApply(o.shapes, o.model));
-  return toCompileOptions(o.compile, c);
+  FERRY_TRY(toCompileOptions(o.compile, c));
+  load.onnx.inputDevice = onnxInputDevice(c);
+  return {};
 }
 
 std::string firstCode(const Status &s) {
@@ -148,10 +150,11 @@ int run(const Options &o, Report &report) {
   // 2. compile
   Expected<Graph> graph = loadModel(o.model, load);
   if (!graph.ok()) {
+    // --shape for a name that is no input of the model.
+    if (allOfCode(graph.status(), "usage")) return report.usage(oneLine(graph.status()));
     const std::vector<Diagnostic> &ds = graph.status().diagnostics();
     // A file that vanished or failed between the check above and the parse is no model error.
-    const bool io =
-        std::all_of(ds.begin(), ds.end(), [](const Diagnostic &d) { return d.code == "io"; });
+    const bool io = allOfCode(graph.status(), "io");
     report.diagnostics(ds);
     if (!io && (explainRejection || explainNames))
       report.info("explain",

@@ -48,6 +48,8 @@ bool closeEnough(double a, double b, Tolerance tol, double &abs, double &rel) {
   }
   abs = std::fabs(a - b);
   rel = b != 0 ? abs / std::fabs(b) : std::numeric_limits<double>::infinity();
+  // An infinity matches only itself (numpy's isclose), though rtol * inf would take anything.
+  if (std::isinf(a) || std::isinf(b)) return false;
   return abs <= tol.atol + tol.rtol * std::fabs(b);
 }
 

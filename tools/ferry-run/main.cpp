@@ -161,6 +161,7 @@ Status checkFlags(const Options &o, Plan &p) {
   FERRY_TRY(toCompileOptions(o.compile, p.compile));
   FERRY_TRY(parseShapeFlags(o.shapes, p.load.onnx.inputShapes));
   FERRY_TRY(checkShapesApply(o.shapes, o.model));
+  p.load.onnx.inputDevice = onnxInputDevice(p.compile);
   for (const std::string &spec : o.inputs) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos)
@@ -221,11 +222,11 @@ std::variant<Executable, int> loadModel(const Options &o, const Plan &p, Report 
   }
   Expected<Graph> graph = loadModel(o.model, p.load);
   if (!graph) {
-    const std::vector<Diagnostic> &ds = graph.status().diagnostics();
-    printDiagnostics(report, ds);
+    // --shape for a name that is no input of the model.
+    if (allOfCode(graph.status(), "usage")) return report.usage(oneLine(graph.status()));
+    printDiagnostics(report, graph.status().diagnostics());
     // A file that vanished or failed between the check above and the parse is no model error.
-    bool io = std::all_of(ds.begin(), ds.end(), [](const Diagnostic &d) { return d.code == "io"; });
-    return io ? kUsage : kFailed;
+    return allOfCode(graph.status(), "io") ? kUsage : kFailed;
   }
   std::vector<Diagnostic> warnings;
   Expected<Executable> exe = build(std::move(graph).value(), p.compile, &warnings);

@@ -25,6 +25,7 @@ graph ops {
   %gelu = gelu(%x, approximate="tanh")
   %erf = erf(%x)
   %silu = silu(%x)
+  %leaky = leaky_relu(%x, alpha=0.2)
   %iexp : f32[2,3] = exp(%n)  # integers compute in f32
 
   # elementwise binary with broadcasting, comparisons, where
@@ -81,7 +82,7 @@ graph ops {
   %pick = where(%mask, %id, %sel)
 
   output %pick, %mm, %lin, %ap, %gap, %bn, %ln
-  output %sum, %isum, %mean, %max, %sm, %lsm, %log, %sqrt, %rsqrt, %gelu, %erf, %silu
+  output %sum, %isum, %mean, %max, %sm, %lsm, %log, %sqrt, %rsqrt, %gelu, %erf, %silu, %leaky
   output %iexp, %mul, %div, %pow, %hi, %lo, %eq, %gt, %rs, %tr, %cat, %sl, %rev, %g, %sq
   output %fl, %ex, %hm
   output %moved @cpu:1

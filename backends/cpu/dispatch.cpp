@@ -34,7 +34,8 @@ Family familyOf(OpKind k) {
     case OpKind::Relu:
     case OpKind::Gelu:
     case OpKind::Erf:
-    case OpKind::Silu: return Family::Unary;
+    case OpKind::Silu:
+    case OpKind::LeakyRelu: return Family::Unary;
     case OpKind::Add:
     case OpKind::Sub:
     case OpKind::Mul:

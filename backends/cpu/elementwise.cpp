@@ -385,8 +385,8 @@ template <class C> CompareFn<C> compareFn(OpKind k) {
 
 // ---- Launches: one per storage type, the op's block function passed in --------------------
 
-template <class S>
-void unaryLaunch(const KernelCall &call, const Walk &wx, UnaryFn<ComputeOf<S>> fn, bool isBool) {
+template <class S, class Fn>
+void unaryLaunch(const KernelCall &call, const Walk &wx, Fn fn, bool isBool) {
   using C = ComputeOf<S>;
   const TensorView &x = call.operands[0], &r = call.result;
   forChunks(r.type->numel(), [&](int64_t begin, int64_t end) {
@@ -493,6 +493,24 @@ Expected<std::unique_ptr<Kernel>> prepareUnary(const StepSpec &step) {
   if (!tanhGelu) return tanhGelu.status();
   Expected<Walk> wx = walkOf(step, step.operands[0].shape);
   if (!wx) return wx.status();
+  if (step.op.kind == OpKind::LeakyRelu) {
+    // The one unary op with a number attribute: its block function holds alpha.
+    const double alpha = attrFloat(step.op, step.attrs, "alpha");
+    return withStorage(t, [&](auto s) -> Expected<std::unique_ptr<Kernel>> {
+      using S = decltype(s);
+      using C = ComputeOf<S>;
+      if constexpr (std::is_same_v<C, int64_t>) {
+        return noKernel(step, t);
+      } else {
+        return stepKernel(step, [wx = std::move(*wx), a = static_cast<C>(alpha)](const KernelCall &call) {
+          unaryLaunch<S>(call, wx, [a](C *x, int64_t n) {
+            for (int64_t i = 0; i < n; ++i) x[i] = x[i] < C(0) ? a * x[i] : x[i];
+          }, false);
+          return Status();
+        });
+      }
+    });
+  }
   return withStorage(t, [&](auto s) -> Expected<std::unique_ptr<Kernel>> {
     using S = decltype(s);
     const UnaryFn<ComputeOf<S>> fn = unaryFn<ComputeOf<S>>(step.op.kind, *tanhGelu);

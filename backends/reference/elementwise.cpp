@@ -22,7 +22,7 @@ double geluTanh(double x) {
   return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
 }
 
-double unary(OpKind k, double x, bool tanhGelu) {
+double unary(OpKind k, double x, bool tanhGelu, double alpha) {
   switch (k) {
     case OpKind::Neg: return -x;
     case OpKind::Abs: return std::fabs(x);
@@ -36,6 +36,7 @@ double unary(OpKind k, double x, bool tanhGelu) {
     case OpKind::Gelu: return tanhGelu ? geluTanh(x) : geluExact(x);
     case OpKind::Erf: return std::erf(x);
     case OpKind::Silu: return x * sigmoid(x);
+    case OpKind::LeakyRelu: return x < 0 ? alpha * x : x;
     default: FERRY_CHECK(false) << "not a unary op";
   }
   return 0;
@@ -123,6 +124,7 @@ Expected<TensorData> evalUnary(const KernelArgs &a) {
                      "'gelu' approximate must be \"none\" or \"tanh\", got \"" + mode + "\"");
     tanhGelu = mode == "tanh";
   }
+  const double alpha = a.op.kind == OpKind::LeakyRelu ? attrFloat(a.op, a.attrs, "alpha") : 0.0;
   TensorData out(a.result.dtype, a.result.shape);
   const TensorData in = as(x, out.dtype());
   const bool integral = !isFloating(out.dtype());
@@ -132,7 +134,7 @@ Expected<TensorData> evalUnary(const KernelArgs &a) {
                        unaryInt(a.op.kind, loadInt(in.dtype(), elemPtr(in, i))));
     else
       storeDouble(out.dtype(), elemPtr(out, i),
-                  unary(a.op.kind, loadDouble(in.dtype(), elemPtr(in, i)), tanhGelu));
+                  unary(a.op.kind, loadDouble(in.dtype(), elemPtr(in, i)), tanhGelu, alpha));
   }
   return out;
 }

@@ -109,7 +109,8 @@ Expected<TensorData> evalOp(const OpInfo &op, std::span<const TensorData> operan
     case OpKind::Relu:
     case OpKind::Gelu:
     case OpKind::Erf:
-    case OpKind::Silu: return evalUnary(a);
+    case OpKind::Silu:
+    case OpKind::LeakyRelu: return evalUnary(a);
     case OpKind::Add:
     case OpKind::Sub:
     case OpKind::Mul:

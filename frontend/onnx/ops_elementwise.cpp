@@ -123,6 +123,11 @@ void convertGelu(NodeContext &c) {
   setResult(c, c.emit(OpKind::Gelu, {c.known(0)}, {{"approximate", approximate}}));
 }
 
+void convertLeakyRelu(NodeContext &c) {
+  if (!arity(c, 1, 1) || !floatInput(c, 0)) return;
+  setResult(c, c.emit(OpKind::LeakyRelu, {c.known(0)}, {{"alpha", c.attrFloat("alpha", 0.01)}}));
+}
+
 void convertClip(NodeContext &c) {
   if (!arity(c, 1, 3) || !numericInput(c, 0)) return;
   std::optional<Known> r = c.known(0);
@@ -267,6 +272,7 @@ constexpr ConverterEntry kConverters[] = {
     {"Gelu", convertGelu},
     {"Greater", binary<OpKind::Greater>},
     {"Identity", convertIdentity},
+    {"LeakyRelu", convertLeakyRelu},
     {"Less", binary<OpKind::Less>},
     {"Log", unary<OpKind::Log, true>},
     {"Mul", binary<OpKind::Mul>},

@@ -116,6 +116,14 @@ std::vector<Variant> unaryRecipe(OpKind op, DType) {
   for (const Shape &s : {Shape{2, 3, 4}, Shape{}, Shape{0, 5}, Shape{1}, Shape{1100}})
     vs.push_back(variant({{s, v}}));
   addEdge(vs, {{{4, 5}}});  // integers: neg and abs wrap; floats: NaN, infinities, -0
+  if (op == OpKind::LeakyRelu) {
+    for (double alpha : {0.2, -1.5}) {
+      Variant x = vs.front();
+      x.attrs.push_back({"alpha", alpha});
+      x.what += " alpha=" + std::to_string(alpha);
+      vs.push_back(std::move(x));
+    }
+  }
   if (op != OpKind::Gelu) return vs;
   std::vector<Variant> both;
   for (const char *mode : {"none", "tanh"})
@@ -583,6 +591,7 @@ const std::vector<std::pair<OpKind, Recipe>> &recipes() {
       {OpKind::Gelu, unaryRecipe},
       {OpKind::Erf, unaryRecipe},
       {OpKind::Silu, unaryRecipe},
+      {OpKind::LeakyRelu, unaryRecipe},
       {OpKind::Add, binaryRecipe},
       {OpKind::Sub, binaryRecipe},
       {OpKind::Mul, binaryRecipe},

@@ -181,6 +181,7 @@ TEST(ReferenceRun, EveryOpIsCovered) {
                                              "gelu",
                                              "erf",
                                              "silu",
+                                             "leaky_relu",
                                              "add",
                                              "sub",
                                              "mul",

@@ -592,6 +592,10 @@ bool Generator::operands(OpKind kind, const OpInfo &op, std::vector<ValueId> &id
       attrs.push_back({"value", data(t, shape(0, 2))});
       return true;
     }
+    case K::LeakyRelu:
+      ids = {operand(Accepts::Float, 0, 4)};
+      if (rng_.chance(0.5)) attrs.push_back({"alpha", 0.2});
+      return true;
     case K::Gelu:
       ids = {operand(Accepts::Float, 0, 4)};
       if (rng_.chance(0.5)) attrs.push_back({"approximate", std::string("tanh")});

@@ -331,7 +331,7 @@ TEST(Literal, RandomGraphsHoldLiteralsOfEveryKindThatRoundTrip) {
   std::set<DTypeCategory> kinds;
   std::set<size_t> positions;
   int graphsWithLiterals = 0;
-  for (uint64_t seed = 0; seed < 200; ++seed) {
+  for (uint64_t seed = 0; seed < 250; ++seed) {
     Graph g = testutil::randomGraph(seed, {.npyParams = false});
     bool any = false;
     for (NodeId id : g.order())

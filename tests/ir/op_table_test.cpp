@@ -151,6 +151,7 @@ const std::vector<Sample> &samples() {
       {OpKind::Gelu, {x}, {}, x},
       {OpKind::Erf, {x}, {}, x},
       {OpKind::Silu, {x}, {}, x},
+      {OpKind::LeakyRelu, {x}, {}, x},
       {OpKind::Add, {x, T(F32, {3})}, {}, x},
       {OpKind::Sub, {x, x}, {}, x},
       {OpKind::Mul, {x, x}, {}, x},

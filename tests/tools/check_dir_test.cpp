@@ -298,7 +298,8 @@ TEST_F(CheckDir, OutputsAreComparedByNameElsePosition) {
 // folder's own problems.
 TEST_F(CheckDir, FerryRunExitStatuses) {
   saveGood();
-  const std::string args = shellQuote(model_) + " --iterations 1 --check-dir " + shellQuote(dataDir());
+  const std::string args =
+      shellQuote(model_) + " --iterations 1 --check-dir " + shellQuote(dataDir());
   Result r = runTool(FERRY_RUN, args);
   EXPECT_EQ(r.exit, 0) << r.out << r.err;
   EXPECT_EQ(linesWith(r.out, ": pass").size(), 2u) << r.out;

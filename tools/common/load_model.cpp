@@ -55,10 +55,9 @@ Status parseShapeFlags(const std::vector<std::string> &specs,
       return flagError(kFlag, std::string(kExpected) + ", got '" + spec + "'");
     std::string name = spec.substr(0, eq);
     if (name.empty())
-      return flagError(kFlag, "no input name before '=' in '" + spec + "': " +
-                                  std::string(kExpected));
-    if (shapes.contains(name))
-      return flagError(kFlag, "input '" + name + "' is given twice");
+      return flagError(kFlag,
+                       "no input name before '=' in '" + spec + "': " + std::string(kExpected));
+    if (shapes.contains(name)) return flagError(kFlag, "input '" + name + "' is given twice");
     std::vector<int64_t> dims;
     FERRY_TRY(parseDims(std::string_view(spec).substr(eq + 1), name, dims));
     shapes.emplace(std::move(name), std::move(dims));
@@ -67,8 +66,7 @@ Status parseShapeFlags(const std::vector<std::string> &specs,
 }
 
 Device onnxInputDevice(const CompileOptions &c) {
-  const bool host =
-      std::find(c.devices.begin(), c.devices.end(), Device::cpu()) != c.devices.end();
+  const bool host = std::find(c.devices.begin(), c.devices.end(), Device::cpu()) != c.devices.end();
   return host ? Device::cpu() : c.target;
 }
 
@@ -85,8 +83,8 @@ Expected<Graph> loadModel(const std::string &path, const LoadOptions &options) {
 
 bool allOfCode(const Status &s, std::string_view code) {
   const std::vector<Diagnostic> &ds = s.diagnostics();
-  return !ds.empty() && std::all_of(ds.begin(), ds.end(),
-                                    [&](const Diagnostic &d) { return d.code == code; });
+  return !ds.empty() &&
+         std::all_of(ds.begin(), ds.end(), [&](const Diagnostic &d) { return d.code == code; });
 }
 
 }  // namespace ferry

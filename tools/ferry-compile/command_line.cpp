@@ -93,8 +93,9 @@ std::string explainWithoutPercent(const std::vector<std::string> &args) {
 }  // namespace
 
 std::optional<int> parseCommandLine(int argc, char **argv, Options &o) {
-  CLI::App app{"Compiles a .fy or ONNX model (devices, dtypes, transfers, casts); prints the result.",
-               "ferry-compile"};
+  CLI::App app{
+      "Compiles a .fy or ONNX model (devices, dtypes, transfers, casts); prints the result.",
+      "ferry-compile"};
   addOptions(app, o);
   const std::vector<std::string> given(argv + 1, argv + argc);
   Report report(jsonRequested(given) ? Report::Format::Json : Report::Format::Text,

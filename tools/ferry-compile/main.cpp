@@ -218,11 +218,14 @@ int run(const Options &o, Report &report) {
   // saves a surprise at ferry-run.
   if (result.ok())
     if (std::optional<Device> d = firstWithoutBackend(options.devices, builtinBackends())) {
-      Diagnostic w{Severity::Warning, "device", {},
+      Diagnostic w{Severity::Warning,
+                   "device",
+                   {},
                    "the model is compiled for " + d->str() +
                        ", and this build of ferry has no backend for it (backends: " +
                        describeBackends(builtinBackends()) + "): it will not run on this build",
-                   {}, {}};
+                   {},
+                   {}};
       w.fix("run it with a build of ferry that has a backend for " + d->str() +
             ", or compile with --devices that leave it out");
       report.diagnostics(std::span<const Diagnostic>(&w, 1));

@@ -73,8 +73,9 @@ std::string slotList(const Executable &exe, const std::vector<int32_t> &ids) {
 
 // Which of `names` (the model's, in order) each file stands for: the name it carries when that
 // is one of them, else its position. -1 and `why` set when two files land on one.
-std::vector<size_t> assign(const std::vector<DataFile> &files, const std::vector<std::string> &names,
-                           const std::string &kind, std::string &why) {
+std::vector<size_t> assign(const std::vector<DataFile> &files,
+                           const std::vector<std::string> &names, const std::string &kind,
+                           std::string &why) {
   std::vector<size_t> slot(files.size());
   std::vector<int> taker(names.size(), -1);
   for (size_t k = 0; k < files.size(); ++k) {
@@ -105,7 +106,8 @@ Expected<TestData> readTestData(const std::string &dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return checkDirError("no folder '" + dir + "'");
   if (!fs::is_directory(dir, ec))
-    return checkDirError("'" + dir + "' is not a folder; expected a folder of ONNX test data "
+    return checkDirError("'" + dir +
+                         "' is not a folder; expected a folder of ONNX test data "
                          "(input_0.pb, ..., output_0.pb, ...)");
   std::map<int64_t, std::vector<std::string>> inputs, outputs;
   fs::directory_iterator it(dir, ec), end;
@@ -121,10 +123,12 @@ Expected<TestData> readTestData(const std::string &dir) {
   for (auto *m : {&inputs, &outputs})
     for (auto &[k, files] : *m) std::sort(files.begin(), files.end());
   if (inputs.empty() && outputs.empty())
-    return checkDirError("'" + dir + "' holds no input_K.pb or output_K.pb files; expected a "
+    return checkDirError("'" + dir +
+                         "' holds no input_K.pb or output_K.pb files; expected a "
                          "folder of ONNX test data (input_0.pb, ..., output_0.pb, ...)");
   if (outputs.empty())
-    return checkDirError("'" + dir + "' holds no output_K.pb files: nothing to compare the "
+    return checkDirError("'" + dir +
+                         "' holds no output_K.pb files: nothing to compare the "
                          "outputs with");
   TestData data{dir, {}, {}};
   FERRY_TRY(readKind(dir, "input", inputs, data.inputs));
@@ -136,8 +140,8 @@ Expected<std::vector<NamedTensor>> matchTestData(const TestData &data, const Exe
                                                  std::vector<std::string> *files) {
   if (data.inputs.size() != exe.inputs.size())
     return checkDirError("'" + data.dir + "' has " + plural(data.inputs.size(), "input file") +
-                         " (input_K.pb), the model has " + plural(exe.inputs.size(), "input") + ": " +
-                         slotList(exe, exe.inputs));
+                         " (input_K.pb), the model has " + plural(exe.inputs.size(), "input") +
+                         ": " + slotList(exe, exe.inputs));
   if (data.outputs.size() != exe.outputs.size())
     return checkDirError("'" + data.dir + "' has " + plural(data.outputs.size(), "output file") +
                          " (output_K.pb), the model has " + plural(exe.outputs.size(), "output") +

@@ -71,7 +71,7 @@ Comparison compareTensors(const TensorData &got, const TensorData &expected, Tol
       const int64_t a = got.atInt(i), b = expected.atInt(i);
       ok = a == b;
       abs = std::fabs(static_cast<double>(a) - static_cast<double>(b));
-      rel = ok ? 0
+      rel = ok       ? 0
             : b != 0 ? abs / std::fabs(static_cast<double>(b))
                      : std::numeric_limits<double>::infinity();
     }
@@ -87,8 +87,8 @@ Comparison compareTensors(const TensorData &got, const TensorData &expected, Tol
 std::string describeComparison(const Comparison &c, const TensorData &got,
                                const TensorData &expected) {
   if (!c.typeMismatch.empty()) return "FAIL: " + c.typeMismatch;
-  std::string s = "max abs error " + shortNumber(c.maxAbs) + ", max rel error " +
-                  shortNumber(c.maxRel);
+  std::string s =
+      "max abs error " + shortNumber(c.maxAbs) + ", max rel error " + shortNumber(c.maxRel);
   if (c.pass()) return s + ": pass";
   const bool floating = isFloating(expected.dtype());
   const auto value = [&](const TensorData &t) {
@@ -96,8 +96,9 @@ std::string describeComparison(const Comparison &c, const TensorData &got,
   };
   return s + ": FAIL, " + std::to_string(c.beyond) + " of " + std::to_string(expected.numel()) +
          " elements " +
-         (floating ? "beyond atol + rtol*|expected|"
-                   : "differ (" + std::string(dtypeName(expected.dtype())) + ": compared exactly)") +
+         (floating
+              ? "beyond atol + rtol*|expected|"
+              : "differ (" + std::string(dtypeName(expected.dtype())) + ": compared exactly)") +
          " (first at " + multiIndex(expected.shape(), c.firstBeyond) + ": got " + value(got) +
          ", expected " + value(expected) + ")";
 }

@@ -20,9 +20,9 @@ struct Tolerance {
 struct Comparison {
   /// Why they cannot be compared element by element ("expected f32[2,3], got f32[3,2]"), or "".
   std::string typeMismatch;
-  double maxAbs = 0;      ///< the largest |got - expected| (NaN pairs left out)
-  double maxRel = 0;      ///< the largest |got - expected| / |expected|; inf where 0 was expected
-  int64_t beyond = 0;     ///< elements outside the tolerance (integers: that differ)
+  double maxAbs = 0;   ///< the largest |got - expected| (NaN pairs left out)
+  double maxRel = 0;   ///< the largest |got - expected| / |expected|; inf where 0 was expected
+  int64_t beyond = 0;  ///< elements outside the tolerance (integers: that differ)
   int64_t firstBeyond = -1;  ///< the flat index of the first of them, -1 when none
 
   bool pass() const { return typeMismatch.empty() && beyond == 0; }

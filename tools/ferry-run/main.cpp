@@ -25,8 +25,8 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -39,8 +39,8 @@
 #include <vector>
 
 #include "backends/cpu/num_threads.h"
-#include "runtime/artifact.h"
 #include "passes/lower.h"
+#include "runtime/artifact.h"
 #include "runtime/executable.h"
 #include "runtime/session.h"
 #include "tools/common/cli_errors.h"
@@ -200,8 +200,8 @@ std::variant<Executable, int> loadModel(const Options &o, const Plan &p, Report 
     return report.usage("cannot read '" + o.model + "': " + why);
   if (isExecutableFile(o.model)) {
     const std::string flag = !o.compileFlagGiven.empty() ? o.compileFlagGiven
-                             : !o.shapes.empty()          ? "--shape"
-                                                          : "";
+                             : !o.shapes.empty()         ? "--shape"
+                                                         : "";
     if (!flag.empty())
       return report.usage(flag + ": applies to .fy and ONNX models; '" + o.model +
                           "' is already compiled");
@@ -418,9 +418,9 @@ int run(const Options &o, Report &report) {
       const std::vector<Diagnostic> &ds = r.status().diagnostics();
       // An input of the wrong dtype or shape is the command line's fault, not the model's.
       if (std::all_of(ds.begin(), ds.end(), [](const Diagnostic &d) { return d.code == "input"; }))
-        return report.usage((p.testData ? "--check-dir " + p.testData->dir + ": "
-                                        : std::string("--input: ")) +
-                            oneLine(r.status()));
+        return report.usage(
+            (p.testData ? "--check-dir " + p.testData->dir + ": " : std::string("--input: ")) +
+            oneLine(r.status()));
       printDiagnostics(report, ds);
       return kFailed;
     }
@@ -432,7 +432,8 @@ int run(const Options &o, Report &report) {
   for (const NamedTensor &out : outputs)
     std::cout << "output " << summarizeTensor(out.name, out.tensor) << "\n";
   std::cout << renderTimings(*session, timings, p.warmup);
-  const int mismatches = p.testData ? checkOutputs(*p.testData, outputs, p.tolerance, std::cout) : 0;
+  const int mismatches =
+      p.testData ? checkOutputs(*p.testData, outputs, p.tolerance, std::cout) : 0;
   std::cout << std::flush;
   if (!o.trace.empty()) {
     const std::string json =
@@ -442,11 +443,11 @@ int run(const Options &o, Report &report) {
   if (!o.outputDir.empty())
     if (int status = writeOutputs(outputs, o.outputDir, report); status != kOk) return status;
   if (mismatches > 0) {
-    Diagnostic e{Severity::Error, "check", {},
-                 std::to_string(mismatches) + " of " + std::to_string(outputs.size()) +
-                     " outputs differ from the expected ones in '" + p.testData->dir +
-                     "'; the check lines above say where",
-                 {}, {}};
+    const std::string message = std::to_string(mismatches) + " of " +
+                                std::to_string(outputs.size()) +
+                                " outputs differ from the expected ones in '" + p.testData->dir +
+                                "'; the check lines above say where";
+    const Diagnostic e{Severity::Error, "check", {}, message, {}, {}};
     printDiagnostics(report, std::span<const Diagnostic>(&e, 1));
     return kFailed;
   }
@@ -481,8 +482,9 @@ void addOptions(CLI::App &app, Options &o) {
       ->capture_default_str();
   app.add_flag("--outputs-on-device", o.outputsOnDevice,
                "Return outputs on the device that computed them, not the host");
-  app.add_option("--check-dir", o.checkDir,
-                 "Inputs from DIR/input_K.pb, outputs compared with DIR/output_K.pb (ONNX test data)")
+  app.add_option(
+         "--check-dir", o.checkDir,
+         "Inputs from DIR/input_K.pb, outputs compared with DIR/output_K.pb (ONNX test data)")
       ->type_name("DIR");
   app.add_option("--rtol", o.rtol, "--check-dir: relative tolerance (default 1e-3)")
       ->type_name("X");
@@ -513,9 +515,10 @@ void addOptions(CLI::App &app, Options &o) {
 // that is missing or is another option, and CLI11's own errors, are one line naming the option.
 // Returns the exit status when ferry-run is done (--help: 0, a usage error: 2), or nullopt.
 std::optional<int> parseCommandLine(int argc, char **argv, Options &o, Report &report) {
-  CLI::App app{"Runs a .fy or ONNX model or a saved executable on .npy, .pb or random inputs, or on "
-               "ONNX test data; prints the outputs and run times.",
-               "ferry-run"};
+  CLI::App app{
+      "Runs a .fy or ONNX model or a saved executable on .npy, .pb or random inputs, or on "
+      "ONNX test data; prints the outputs and run times.",
+      "ferry-run"};
   addOptions(app, o);
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (Status s = checkRandomInputsSeed(argc, argv); !s.ok()) return report.usage(oneLine(s));

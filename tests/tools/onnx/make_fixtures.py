@@ -65,7 +65,7 @@ def add_relu():
 def scale_shift():
     # A symbolic batch dim (--shape input=2,4 fixes it) and initializers (params).
     scale = np.array([0.5, -1.0, 2.0, 0.25], dtype=np.float32)
-    shift = np.array([0.1, -0.2, 0.3, 0.0], dtype=np.float32)
+    shift = np.array([0.125, -0.25, 0.5, 0.0], dtype=np.float32)
     save_model("scale_shift",
                [helper.make_node("Mul", ["input", "bn.scale"], ["scaled"], name="Mul_0"),
                 helper.make_node("Add", ["scaled", "bn.shift"], ["shifted"], name="Add_1"),

@@ -392,7 +392,7 @@ def reasons(cases: list[Case], ferry: dict) -> list[str]:
 
 
 KIND_TEXT = {
-    "opset": "the model's opset is newer than the importer takes",
+    "opset": "the model's opset is outside what the importer takes",
     "dtype": "a dtype ferry does not have (test data or model)",
     "op": "an op the importer does not convert",
     "unsupported": "an attribute, input or form the importer declines",

@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# scripts/make-bench-venv.sh — make the Python venv of the peer benchmarks (bench/peer/): numpy,
-# torch (CPU) for compare_eager.py, onnx and onnxruntime for overhead.py. Neither building nor
-# using ferry needs it.
+# scripts/make-bench-venv.sh — make the project's Python venv: numpy, torch (CPU) for the peer
+# benchmarks' compare_eager.py (bench/peer/) and scripts/export-models.py, onnx and onnxruntime
+# for overhead.py and scripts/onnx-conformance.sh. Neither building nor using ferry needs it.
 #
 #   scripts/make-bench-venv.sh [VENV [all|torch|onnx]]   # default: $FERRY_BENCH_VENV, else
 #                                                        # build/bench-venv; all
 #
 # Idempotent: installs only what VENV's python does not import yet; `onnx` leaves torch out (a
-# few GB, see below). torch comes from a CPU-only wheel in pip's find-links folders when there is
-# one (pip would otherwise prefer a newer torch from the index); else from the package index,
-# which on x86-64 Linux serves the CUDA build (about 3 GB to download, 5.4 GB installed, with its
-# nvidia-* libraries; the same CPU kernels). Set TORCH_SPEC (a requirement or a wheel path) to
-# choose yourself, PYTHON for another interpreter. onnx and onnxruntime are pinned
+# few GB, see below) and is all onnx-conformance.sh needs; export-models.py needs `all`. torch
+# comes from a CPU-only wheel in pip's find-links folders when there is one (pip would otherwise
+# prefer a newer torch from the index); else from TORCH_INDEX when set (a package index URL used
+# for torch alone, e.g. PyTorch's CPU-only index https://download.pytorch.org/whl/cpu: about
+# 200 MB); else from the package index, which on x86-64 Linux serves the CUDA build (about 3 GB
+# to download, 5.4 GB installed, with its nvidia-* libraries; the same CPU kernels, and
+# torch.onnx.export with dynamo=False needs nothing more). Set TORCH_SPEC (a requirement or a
+# wheel path) to choose yourself, PYTHON for another interpreter. onnx and onnxruntime are pinned
 # (ONNX_SPEC, ORT_SPEC to override): overhead.py's ratio is against one ONNX Runtime, the one
-# the "[exec] Lowering v2" target was measured against.
+# the "[exec] Lowering v2" target was measured against, and tests/onnx_node's cases come from
+# this onnx.
 set -euo pipefail
 
 venv="${1:-${FERRY_BENCH_VENV:-build/bench-venv}}"
@@ -78,15 +82,21 @@ if [[ " $need " == *" torch "* ]]; then
       [ -n "$wheel" ] && { torch_spec="$wheel"; break; }
     done
   fi
-  if [ -z "$torch_spec" ]; then
+  if [ -z "$torch_spec" ] && [ -n "${TORCH_INDEX:-}" ]; then
+    echo "make-bench-venv: installing torch from $TORCH_INDEX into $venv"
+    "${pip[@]}" install --index-url "$TORCH_INDEX" torch
+  elif [ -z "$torch_spec" ]; then
     torch_spec="torch"
     echo "make-bench-venv: no CPU-only torch wheel in pip's find-links; installing torch from the"
-    echo "make-bench-venv: package index (on x86-64 Linux the CUDA build, about 3 GB to download: a few minutes)"
+    echo "make-bench-venv: package index (on x86-64 Linux the CUDA build, about 3 GB to download: a few minutes;"
+    echo "make-bench-venv: TORCH_INDEX=https://download.pytorch.org/whl/cpu takes the CPU-only build)"
   fi
-  specs+=("$torch_spec")
+  if [ -n "$torch_spec" ]; then specs+=("$torch_spec"); fi
 fi
 
-echo "make-bench-venv: installing ${specs[*]} into $venv"
-"${pip[@]}" install "${specs[@]}"
+if [ ${#specs[@]} -gt 0 ]; then
+  echo "make-bench-venv: installing ${specs[*]} into $venv"
+  "${pip[@]}" install "${specs[@]}"
+fi
 
 echo "make-bench-venv: done: $venv has $(versions)"

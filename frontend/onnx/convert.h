@@ -78,6 +78,10 @@ class NodeContext {
   virtual const TensorData *inputData(size_t i) const = 0;
   /// The ferry value of input `i`, materialising known data as a param or constant.
   virtual ValueId input(size_t i) = 0;
+  /// Input `i`'s data, which this node needs at import (Range's bounds, Dropout's training
+  /// mode); when it is not known, reports an error naming `what` (and, for a graph input, how to
+  /// give its value: OnnxImportOptions::inputValues) and returns nullptr.
+  virtual const TensorData *requireData(size_t i, std::string_view what) = 0;
   /// Input `i` as integers known at import time (Reshape's shape, Slice's starts, ReduceSum's
   /// axes...). Reports an error naming `what` and returns nullopt when the input is not
   /// constant or not an integer tensor of rank <= 1.
@@ -134,6 +138,10 @@ using Converter = void (*)(NodeContext &);
 struct ConverterEntry {
   std::string_view opType;  ///< ONNX op type in the default domain
   Converter convert;
+  /// The first opset whose form of the op the converter implements. Older forms that differ only
+  /// in attributes are the converter's to read (or to report as unread); this is for a meaning
+  /// that changed silently (Softmax's before opset 13 flattened the input to 2-D).
+  int minOpset = 1;
 };
 
 /// Every converter, sorted by op type; assembled from the ops_*.cpp files' lists.

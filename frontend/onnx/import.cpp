@@ -28,8 +28,10 @@
 namespace ferry::onnx_import {
 namespace {
 
-constexpr int kMinOpset = 13;
-constexpr int kMaxOpset = 21;
+constexpr int kMinOpset = 1;
+// The newest opset checked: onnx 1.23's schemas of every op the importer converts differ from
+// their opset-17 forms only in data types, except where the converter reads opset() (docs/onnx.md).
+constexpr int kMaxOpset = 28;
 // Ops whose meaning changed after opset 17 (ReduceMean's and ReduceMax's axes became an input at
 // 18) are converted in both forms by their converters, which read opset(). Changes that only add
 // data types or attributes need nothing: types are checked, unread attributes are errors.
@@ -73,6 +75,7 @@ class Context final : public NodeContext {
   const TensorType &inputType(size_t i) const override;
   const TensorData *inputData(size_t i) const override;
   ValueId input(size_t i) override;
+  const TensorData *requireData(size_t i, std::string_view what) override;
   std::optional<std::vector<int64_t>> intsInput(size_t i, std::string_view what) override;
 
   bool hasAttr(std::string_view name) const override { return find(name) != nullptr; }
@@ -131,10 +134,20 @@ class Context final : public NodeContext {
 class Importer {
  public:
   Importer(const onnx::ModelProto &model, std::string_view fileName, std::string baseDir,
-           const OnnxImportOptions &options)
-      : model_(model), file_(fileName), baseDir_(std::move(baseDir)), options_(options) {}
+           const OnnxImportOptions &options, std::set<std::string, std::less<>> frozen)
+      : model_(model), file_(fileName), baseDir_(std::move(baseDir)), options_(options),
+        frozen_(std::move(frozen)) {}
 
   Expected<Graph> run();
+  /// The graph inputs whose value a node needed at import, with a value in
+  /// options.inputValues: run() again with them frozen.
+  std::set<std::string, std::less<>> inputsToFreeze() const {
+    std::set<std::string, std::less<>> out = frozen_;
+    for (const std::string &n : neededInputs_)
+      if (options_.inputValues.count(n)) out.insert(n);
+    return out;
+  }
+  const std::set<std::string, std::less<>> &frozen() const { return frozen_; }
 
  private:
   friend class Context;
@@ -176,6 +189,9 @@ class Importer {
   std::set<std::string, std::less<>> read_;                  // names read by a node or output
   std::set<std::string, std::less<>> initializerNames_;
   std::set<std::string, std::less<>> twice_;  // names defined more than once (reported)
+  std::set<std::string, std::less<>> frozen_;        // inputs frozen to options_.inputValues
+  std::set<std::string, std::less<>> graphInputs_;   // inputs that are not initializers
+  std::set<std::string, std::less<>> neededInputs_;  // of those, the ones a node needed data of
   // Unsupported op types (or ops as written), each with its nodes' labels and first location.
   struct Unsupported {
     std::vector<std::string> nodes;
@@ -209,20 +225,42 @@ Known Context::known(size_t i) {
   return k;
 }
 
-std::optional<std::vector<int64_t>> Context::intsInput(size_t i, std::string_view what) {
+const TensorData *Context::requireData(size_t i, std::string_view what) {
   if (!hasInput(i)) {
     error(std::string(opType()) + ": " + std::string(what) + " (input " + std::to_string(i) +
           ") is missing");
-    return std::nullopt;
+    return nullptr;
   }
-  const TensorData *d = inputData(i);
+  if (const TensorData *d = inputData(i)) return d;
+  const std::string head =
+      std::string(opType()) + ": " + std::string(what) + " (" + inputDesc(i) + ")";
+  const std::string &name = inputName(i);
+  if (im_.graphInputs_.count(name)) {
+    // Its value is given: the importer runs again with the input frozen (Importer::run).
+    im_.neededInputs_.insert(name);
+    if (im_.options_.inputValues.count(name)) {
+      failed_ = true;
+      return nullptr;
+    }
+    im_.diags_
+        .error("onnx", loc_,
+               head + " must be known at import time, but it is the graph input '" + name +
+                   "' (ferry's shapes are static)")
+        .fix("give its value at import (OnnxImportOptions::inputValues; ferry-run --check-dir "
+             "does so from its test data), or make '" + name + "' an initializer");
+    failed_ = true;
+    return nullptr;
+  }
+  error(head + " must be known at import time (an initializer, a Constant or a folded shape "
+               "computation), but it is computed from the graph's inputs");
+  return nullptr;
+}
+
+std::optional<std::vector<int64_t>> Context::intsInput(size_t i, std::string_view what) {
+  const TensorData *d = requireData(i, what);
+  if (!d) return std::nullopt;
   const TensorType &t = inputType(i);
   std::string head = std::string(opType()) + ": " + std::string(what) + " (" + inputDesc(i) + ")";
-  if (!d) {
-    error(head + " must be known at import time (an initializer, a Constant or a folded shape "
-                 "computation), but it is computed from the graph's inputs");
-    return std::nullopt;
-  }
   if (!isInteger(t.dtype) || t.rank() > 1) {
     error(head + " must be an integer tensor of rank 0 or 1, but it is " + t.str());
     return std::nullopt;
@@ -558,6 +596,7 @@ void Importer::addInputs() {
     const std::string &name = in.name();
     if (initializerNames_.count(name) || values_.count(name)) continue;  // twice: reported
     inputNames.insert(name);
+    graphInputs_.insert(name);
     Location loc = at("input '" + name + "'", i + 1);
     auto fail = [&](std::string message) {
       diags_.error("onnx", loc, "input '" + name + "' " + message);
@@ -652,6 +691,17 @@ void Importer::addInputs() {
       continue;
     }
     TensorType type{*dtype, shape};
+    if (frozen_.count(name)) {
+      // A node needs its value at import (inputValues): a param of its name, or folded away.
+      const TensorData &value = options_.inputValues.find(name)->second;
+      if (value.type() != type) {
+        fail("is given a value of type " + value.type().str() + " (inputValues), expected " +
+             type.str());
+        continue;
+      }
+      values_[name] = Entry{Known{-1, value, type, true, name}, false, loc};
+      continue;
+    }
     ValueId v = graph_.addInput(name, type, options_.inputDevice, loc);
     values_[name] = Entry{Known{v, std::nullopt, type, false, name}, false, loc};
   }
@@ -723,6 +773,8 @@ void Importer::convertNode(const onnx::NodeProto &node, int index) {
   Context ctx(*this, node, index, loc, opset);
   if (!found) {
     ctx.unsupported(domain.empty() ? op : domain + "." + op);
+  } else if (domain.empty() && opset_ < found->minOpset) {
+    ctx.unsupported(op + " before opset " + std::to_string(found->minOpset) + " (its older form)");
   } else if (node.output_size() == 0 || node.output(0).empty()) {
     // Every op of the table has a first output; a node without one is a malformed model.
     ctx.error(op + " has no output: expected its first output to be named");
@@ -852,7 +904,24 @@ Expected<Graph> importOnnx(std::span<const std::byte> bytes, std::string_view fi
                      std::string(fileName) + ": not an ONNX model (the bytes do not parse as a "
                                              "ModelProto: truncated or not ONNX)",
                      Location{FileName(fileName), 0, 0, {}});
-  return onnx_import::Importer(model, fileName, baseDir, options).run();
+  // A node that needs a graph input's value at import, given in options.inputValues, makes the
+  // import run again with that input frozen; freezing one can reveal another (a node after the
+  // one that failed), so until the set stops growing.
+  std::set<std::string, std::less<>> frozen;
+  while (true) {
+    onnx_import::Importer importer(model, fileName, baseDir, options, frozen);
+    Expected<Graph> graph = importer.run();
+    std::set<std::string, std::less<>> more = importer.inputsToFreeze();
+    if (more.size() == frozen.size()) {
+      if (options.frozenInputs != nullptr) {
+        options.frozenInputs->clear();
+        for (const auto &in : model.graph().input())
+          if (frozen.count(in.name())) options.frozenInputs->push_back(in.name());
+      }
+      return graph;
+    }
+    frozen = std::move(more);
+  }
 }
 
 Expected<Graph> importOnnxFile(const std::string &path, const OnnxImportOptions &options) {

@@ -30,6 +30,15 @@ struct OnnxImportOptions {
   int64_t maxParamBytes = int64_t{1} << 32;
   /// All initializers together larger than this is an error (code "limit").
   int64_t maxTotalParamBytes = int64_t{1} << 34;
+  /// Values for graph inputs whose value a node needs at import, because ferry's shapes are
+  /// static: a Reshape's shape, a Slice's starts, a Range's bounds given as graph inputs (as
+  /// ONNX's node tests do). Such an input is frozen to its value: it becomes a param of its name
+  /// (or folds away) and is no longer an input of the imported graph. An input given here that no
+  /// node needs that way stays an input. Without a value, a needed input is an error that names
+  /// it. Each value must have the input's dtype and shape.
+  std::map<std::string, TensorData, std::less<>> inputValues;
+  /// When set, receives the names of the inputs that were frozen (in the model's order).
+  std::vector<std::string> *frozenInputs = nullptr;
 };
 
 /// Imports the model in `path`. External data files are read relative to its folder. Errors are
@@ -44,10 +53,13 @@ Expected<Graph> importOnnx(std::span<const std::byte> bytes, std::string_view fi
                            const std::string &baseDir, const OnnxImportOptions &options = {});
 
 /// Reads a serialized ONNX TensorProto (the `input_0.pb` / `output_0.pb` files of ONNX test data)
-/// into host data. Its name (possibly empty) is returned in `name` when given.
-Expected<TensorData> readTensorProtoFile(const std::string &path, std::string *name = nullptr);
+/// into host data. Its name (possibly empty) is returned in `name` when given. With
+/// `uint16AsBf16`, a UINT16 tensor reads as bf16 of the same bits: ONNX's test data before onnx
+/// 1.14 (numpy had no bfloat16) stored bfloat16 tensors so.
+Expected<TensorData> readTensorProtoFile(const std::string &path, std::string *name = nullptr,
+                                         bool uint16AsBf16 = false);
 Expected<TensorData> readTensorProto(std::span<const std::byte> bytes, std::string_view fileName,
-                                     std::string *name = nullptr);
+                                     std::string *name = nullptr, bool uint16AsBf16 = false);
 
 /// True when `path` names an ONNX model by its extension (`.onnx`, any case).
 bool isOnnxPath(std::string_view path);

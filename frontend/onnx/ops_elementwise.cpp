@@ -131,6 +131,15 @@ void convertLeakyRelu(NodeContext &c) {
 void convertClip(NodeContext &c) {
   if (!arity(c, 1, 3) || !numericInput(c, 0)) return;
   std::optional<Known> r = c.known(0);
+  if (c.opset() < 11) {
+    // Before opset 11 the bounds were float attributes, absent meaning unbounded.
+    const DType t = c.inputType(0).dtype;
+    if (c.hasAttr("min"))
+      r = c.emit(OpKind::Maximum, {*r, c.constant(TensorData::full(t, {}, c.attrFloat("min", 0)))});
+    if (r && c.hasAttr("max"))
+      r = c.emit(OpKind::Minimum, {*r, c.constant(TensorData::full(t, {}, c.attrFloat("max", 0)))});
+    return setResult(c, r);
+  }
   // min bounds from below (maximum), max from above (minimum): min > max gives max, as ONNX.
   constexpr std::array<std::pair<OpKind, const char *>, 2> bounds{
       {{OpKind::Maximum, "min"}, {OpKind::Minimum, "max"}}};
@@ -158,8 +167,10 @@ void convertCast(NodeContext &c) {
     return;
   }
   int64_t to = c.attrInt("to", 0);
-  // saturate (opset 19) only concerns float8 targets, which ferry lacks.
+  // saturate (opset 19) and round_mode (opset 24) only concern float8/float4 targets, which
+  // ferry lacks.
   if (c.opset() >= 19) c.ignoreAttr("saturate");
+  if (c.opset() >= 24) c.ignoreAttr("round_mode");
   std::optional<DType> t =
       to >= 0 && to <= 1 << 20 ? dtypeOf(static_cast<int32_t>(to)) : std::nullopt;
   if (!t) {
@@ -189,21 +200,25 @@ void convertIdentity(NodeContext &c) {
 void convertDropout(NodeContext &c) {
   if (!arity(c, 1, 3)) return;
   c.ignoreAttr("seed");  // no randomness at inference
+  if (c.opset() < 12) c.ignoreAttr("ratio");  // an attribute before opset 12: training only
   if (c.hasInput(2)) {
-    const TensorData *mode = c.inputData(2);
-    if (!mode) {
-      c.error("Dropout: training_mode (" + desc(c, 2) +
-              ") must be known at import time (ferry imports models for inference)");
-      return;
-    }
+    // ferry imports models for inference: the mode must be known, and false.
+    const TensorData *mode = c.requireData(2, "training_mode");
+    if (!mode) return;
     if (mode->numel() != 1 || mode->dtype() != DType::Bool) {
       c.error("Dropout: training_mode (" + desc(c, 2) + ") must be a bool scalar, but it is " +
               mode->type().str());
       return;
     }
     if (mode->atInt(0) != 0) {
-      c.unsupported("Dropout in training mode");
-      return;
+      // Training mode drops at random, except at ratio 0 (the default is 0.5), where it keeps
+      // everything: the identity, as at inference.
+      const TensorData *ratio = c.hasInput(1) ? c.requireData(1, "ratio") : nullptr;
+      if (c.hasInput(1) && !ratio) return;
+      if (!ratio || ratio->numel() != 1 || ratio->at(0) != 0) {
+        c.unsupported("Dropout in training mode with a ratio other than 0 (random)");
+        return;
+      }
     }
   }
   // The ratio only matters in training: at inference Dropout is the identity.

@@ -299,6 +299,59 @@ std::optional<Known> padWith(NodeContext &ctx, Known x, const std::vector<int64_
   return x;
 }
 
+/// A 3-D MaxPool or AveragePool as two 2-D pools, since a box window is separable: max over
+/// (D, H, W) is the max over D of the max over (H, W); an average's sum splits so too, and so does
+/// its divisor (the window's cells, or with count_include_pad=0 its valid cells: the product of
+/// the valid counts along each axis). [N,C,D,H,W] is pooled as [N, C*D, H, W] over (H, W), then
+/// as [N, C, D, H'*W'] over (D, 1). Each axis's output size, ceil_mode included, depends on that
+/// axis alone. Pads beyond half the window are not supported here.
+void pool3d(NodeContext &ctx, OpKind kind, std::vector<int64_t> kernel, bool dilated) {
+  const bool isMax = kind == OpKind::MaxPool2d;
+  const Shape &x = ctx.inputType(0).shape;
+  if (kernel.size() != 3 ||
+      std::find_if(kernel.begin(), kernel.end(), [](int64_t k) { return k < 1; }) != kernel.end())
+    return ctx.error(op(ctx) + ": attribute 'kernel_shape' is " + intsStr(kernel) +
+                     ", expected 3 positive sizes for the input " + ctx.inputType(0).str());
+  const bool ceil = ctx.attrInt("ceil_mode", 0) != 0;
+  const bool countPad = !isMax && ctx.attrInt("count_include_pad", 0) != 0;
+  std::optional<Window> w = readWindow(ctx, kernel, dilated);
+  if (!w) return;
+  if (!isMax && w->dilations != std::vector<int64_t>(3, 1))
+    return ctx.unsupported("AveragePool with dilations " + intsStr(w->dilations));
+  if (padsExceedHalf(*w))
+    return ctx.unsupported("3-D " + op(ctx) + " with pads beyond half the window");
+  const DType dtype = ctx.inputType(0).dtype;
+  const bool viaF32 = isMax && (dtype == DType::I8 || dtype == DType::U8);
+  auto pool = [&](Known in, std::vector<int64_t> k, std::vector<int64_t> stride,
+                  std::vector<int64_t> dilation, std::vector<int64_t> padding) {
+    std::vector<NamedAttr> attrs = {
+        {"kernel", std::move(k)}, {"stride", std::move(stride)}, {"padding", std::move(padding)},
+        {"ceil_mode", ceil}};
+    if (isMax)
+      attrs.push_back({"dilation", std::move(dilation)});
+    else
+      attrs.push_back({"count_include_pad", countPad});
+    return ctx.emit(kind, {in}, std::move(attrs));
+  };
+  std::optional<Known> y = ctx.known(0);
+  if (viaF32) y = ctx.emit(OpKind::Cast, {*y}, {{"to", DType::F32}});
+  if (y) y = ctx.emit(OpKind::Reshape, {*y}, {{"shape", Shape{x[0], x[1] * x[2], x[3], x[4]}}});
+  if (y)
+    y = pool(*y, {w->kernel[1], w->kernel[2]}, {w->strides[1], w->strides[2]},
+             {w->dilations[1], w->dilations[2]},
+             {w->padBegin[1], w->padBegin[2], w->padEnd[1], w->padEnd[2]});
+  if (!y) return;
+  const int64_t h = y->type.shape[2], wd = y->type.shape[3];
+  y = ctx.emit(OpKind::Reshape, {*y}, {{"shape", Shape{x[0], x[1], x[2], h * wd}}});
+  if (y)
+    y = pool(*y, {w->kernel[0], 1}, {w->strides[0], 1}, {w->dilations[0], 1},
+             {w->padBegin[0], 0, w->padEnd[0], 0});
+  if (y)
+    y = ctx.emit(OpKind::Reshape, {*y}, {{"shape", Shape{x[0], x[1], y->type.shape[2], h, wd}}});
+  if (y && viaF32) y = ctx.emit(OpKind::Cast, {*y}, {{"to", dtype}});
+  if (y) ctx.setOutput(0, *y);
+}
+
 void convertPool(NodeContext &ctx, OpKind kind) {
   const bool isMax = kind == OpKind::MaxPool2d;
   if (!need(ctx, 0, "X")) return;
@@ -319,6 +372,7 @@ void convertPool(NodeContext &ctx, OpKind kind) {
   }
   // AveragePool has dilations from opset 19; ferry's avg_pool2d has none.
   const bool dilated = isMax || ctx.opset() >= 19;
+  if (ctx.inputType(0).rank() == 5) return pool3d(ctx, kind, kernel, dilated);
   if (!spatialRankOk(ctx)) return;
   const size_t spatial = static_cast<size_t>(ctx.inputType(0).rank() - 2);
   if (kernel.size() != spatial ||
@@ -395,19 +449,63 @@ std::optional<Known> inDType(NodeContext &ctx, size_t i, DType dtype) {
   return ctx.emit(OpKind::Cast, {ctx.known(i)}, {{"to", dtype}});
 }
 
+/// BatchNormalization in training mode (opset 14 on): normalised with the batch's own mean and
+/// (population) variance over every dim but the channel's, and the running statistics updated
+/// with `momentum`, as ONNX defines it:
+///   mean_b = mean(X), var_b = mean((X - mean_b)^2)        over axes 0, 2, 3, ...
+///   Y = batch_norm(X, scale, B, mean_b, var_b)
+///   running_mean = input_mean * momentum + mean_b * (1 - momentum)   (running_var alike)
+void batchNormTraining(NodeContext &ctx, std::vector<Known> operands, double eps) {
+  const TensorType &x = ctx.inputType(0);
+  if (x.rank() < 2)
+    return ctx.error("BatchNormalization: X is " + x.str() + ", expected at least 2 dims (N, C)");
+  std::vector<int64_t> axes{0};
+  for (int64_t d = 2; d < x.rank(); ++d) axes.push_back(d);
+  const double momentum = ctx.attrFloat("momentum", 0.9);
+  std::optional<Known> meanKept = ctx.emit(OpKind::Mean, {operands[0]},
+                                           {{"axes", axes}, {"keepdims", true}});
+  if (!meanKept) return;
+  std::optional<Known> centred = ctx.emit(OpKind::Sub, {operands[0], *meanKept});
+  std::optional<Known> squared = centred ? ctx.emit(OpKind::Mul, {*centred, *centred}) : centred;
+  std::optional<Known> var =
+      squared ? ctx.emit(OpKind::Mean, {*squared}, {{"axes", axes}, {"keepdims", false}}) : squared;
+  std::optional<Known> mean = ctx.emit(OpKind::Reshape, {*meanKept},
+                                       {{"shape", std::vector<int64_t>{x.shape[1]}}});
+  if (!var || !mean) return;
+  std::optional<Known> y = ctx.emit(OpKind::BatchNorm,
+                                    {operands[0], operands[1], operands[2], *mean, *var},
+                                    {{"eps", eps}});
+  if (!y) return;
+  ctx.setOutput(0, *y);
+  const DType dtype = x.dtype;
+  for (size_t i = 1; i <= 2; ++i) {
+    if (!ctx.outputUsed(i)) continue;
+    const Known &batch = i == 1 ? *mean : *var;
+    std::optional<Known> kept = ctx.emit(
+        OpKind::Mul, {operands[2 + i], ctx.constant(TensorData::full(dtype, {}, momentum))});
+    std::optional<Known> added = ctx.emit(
+        OpKind::Mul, {batch, ctx.constant(TensorData::full(dtype, {}, 1.0 - momentum))});
+    std::optional<Known> running =
+        kept && added ? ctx.emit(OpKind::Add, {*kept, *added}) : std::nullopt;
+    if (!running) return;
+    ctx.setOutput(i, *running);
+  }
+}
+
 void convertBatchNormalization(NodeContext &ctx) {
   const char *names[] = {"X", "scale", "B", "input_mean", "input_var"};
   for (size_t i = 0; i < 5; ++i)
     if (!need(ctx, i, names[i])) return;
   const double eps = ctx.attrFloat("epsilon", 1e-5);
-  ctx.ignoreAttr("momentum");  // only updates running statistics in training
+  if (ctx.opset() < 9 && ctx.attrInt("spatial", 1) != 1)
+    return ctx.unsupported("BatchNormalization with spatial=0 (statistics per element)");
+  int64_t training = 0;
   if (ctx.opset() >= 14) {
-    const int64_t training = ctx.attrInt("training_mode", 0);
-    if (training != 0)
-      return ctx.unsupported("BatchNormalization with training_mode=" + std::to_string(training) +
-                             " (ferry has inference only)");
+    training = ctx.attrInt("training_mode", 0);
+    if (training != 0 && training != 1)
+      return ctx.error("BatchNormalization: attribute 'training_mode' is " +
+                       std::to_string(training) + ", expected 0 or 1");
   }
-  if (!extraOutputsUnused(ctx, 1, "running statistics")) return;
   const DType dtype = ctx.inputType(0).dtype;
   std::vector<Known> operands = {ctx.known(0)};
   for (size_t i = 1; i < 5; ++i) {
@@ -415,6 +513,9 @@ void convertBatchNormalization(NodeContext &ctx) {
     if (!k) return;
     operands.push_back(*k);
   }
+  if (training == 1) return batchNormTraining(ctx, std::move(operands), eps);
+  ctx.ignoreAttr("momentum");  // only updates running statistics in training
+  if (!extraOutputsUnused(ctx, 1, "running statistics")) return;
   emitOut(ctx, OpKind::BatchNorm, std::move(operands), {{"eps", eps}});
 }
 
@@ -571,13 +672,13 @@ constexpr ConverterEntry kNnConverters[] = {
     {"Gemm", convertGemm},
     {"GlobalAveragePool", convertGlobalAveragePool},
     {"LayerNormalization", convertLayerNormalization},
-    {"LogSoftmax", convertLogSoftmax},
+    {"LogSoftmax", convertLogSoftmax, 13},
     {"MatMul", convertMatMul},
     {"MaxPool", convertMaxPool},
     {"ReduceMax", convertReduce<OpKind::Max>},
     {"ReduceMean", convertReduce<OpKind::Mean>},
     {"ReduceSum", convertReduce<OpKind::Sum>},
-    {"Softmax", convertSoftmax},
+    {"Softmax", convertSoftmax, 13},
 };
 
 }  // namespace

@@ -48,6 +48,7 @@ void emitOut(NodeContext &ctx, OpKind op, std::vector<Known> operands,
 /// The axes of Unsqueeze/Squeeze (an input since opset 13): nullopt after an error, an empty list
 /// when absent.
 std::optional<std::vector<int64_t>> axesOperand(NodeContext &ctx) {
+  if (ctx.opset() < 13) return ctx.attrInts("axes", {});  // an attribute before opset 13
   if (!ctx.hasInput(1)) return std::vector<int64_t>{};
   return ctx.intsInput(1, "axes");
 }
@@ -115,6 +116,17 @@ void convertConcat(NodeContext &ctx) {
 }
 
 void convertSlice(NodeContext &ctx) {
+  if (ctx.opset() < 10) {
+    // Before opset 10 the bounds were attributes (no steps).
+    if (!need(ctx, 0, "data")) return;
+    if (!ctx.hasAttr("starts") || !ctx.hasAttr("ends"))
+      return ctx.error("Slice: attributes 'starts' and 'ends' are required before opset 10");
+    return emitOut(ctx, OpKind::Slice, {ctx.known(0)},
+                   {{"starts", ctx.attrInts("starts", {})},
+                    {"ends", ctx.attrInts("ends", {})},
+                    {"axes", ctx.attrInts("axes", {})},
+                    {"steps", std::vector<int64_t>{}}});
+  }
   if (!need(ctx, 0, "data") || !need(ctx, 1, "starts") || !need(ctx, 2, "ends")) return;
   std::optional<std::vector<int64_t>> starts = ctx.intsInput(1, "starts");
   std::optional<std::vector<int64_t>> ends = ctx.intsInput(2, "ends");
@@ -136,7 +148,7 @@ void convertGather(NodeContext &ctx) {
 
 void convertUnsqueeze(NodeContext &ctx) {
   if (!need(ctx, 0, "data")) return;
-  if (!need(ctx, 1, "axes")) return;
+  if (ctx.opset() >= 13 && !need(ctx, 1, "axes")) return;
   std::optional<std::vector<int64_t>> axes = axesOperand(ctx);
   if (!axes) return;
   if (axes->empty()) return ctx.error("Unsqueeze: 'axes' is empty, expected at least one axis");
@@ -214,15 +226,17 @@ std::optional<Int128> rangeCount(Int128 start, Int128 limit, Int128 delta) {
 }
 
 void convertRange(NodeContext &ctx) {
+  // stash_type (opset 27) is the precision of start + i * delta; the fold computes it in double
+  // (exact for integers, and for floats at least as precise as the f32 it defaults to).
+  if (ctx.opset() >= 27) ctx.ignoreAttr("stash_type");
   const char *names[] = {"start", "limit", "delta"};
   for (size_t i = 0; i < 3; ++i)
     if (!need(ctx, i, names[i])) return;
   const TensorData *data[3];
   for (size_t i = 0; i < 3; ++i) {
-    data[i] = ctx.inputData(i);
-    if (!data[i])
-      return ctx.unsupported(std::string("Range whose input '") + names[i] +
-                             "' is not known at import time");
+    // The result's length is its bounds' function: ferry's shapes are static.
+    data[i] = ctx.requireData(i, names[i]);
+    if (!data[i]) return;
     if (data[i]->numel() != 1)
       return ctx.error(std::string("Range: input '") + names[i] + "' is " + data[i]->type().str() +
                        ", expected a scalar");
@@ -262,7 +276,7 @@ void convertRange(NodeContext &ctx) {
 }
 
 constexpr ConverterEntry kShapeConverters[] = {
-    {"Concat", convertConcat},       {"ConstantOfShape", convertConstantOfShape},
+    {"Concat", convertConcat, 4},       {"ConstantOfShape", convertConstantOfShape},
     {"Expand", convertExpand},       {"Flatten", convertFlatten},
     {"Gather", convertGather},       {"Range", convertRange},
     {"Reshape", convertReshape},     {"Shape", convertShape},

@@ -243,24 +243,27 @@ Expected<TensorData> tensorFromProto(const TensorProto &t, const std::string &ba
 namespace ferry {
 
 Expected<TensorData> readTensorProto(std::span<const std::byte> bytes, std::string_view fileName,
-                                     std::string *name) {
+                                     std::string *name, bool uint16AsBf16) {
   Location loc{FileName(fileName), 0, 0, {}};
   onnx::TensorProto t;
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !t.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     return makeError("onnx", std::string(fileName) + ": not a serialized ONNX TensorProto", loc);
   if (name) *name = t.name();
+  if (uint16AsBf16 && t.data_type() == onnx::TensorProto::UINT16)
+    t.set_data_type(onnx::TensorProto::BFLOAT16);
   // A test-data file is read whole: no limit beyond what its bytes already hold.
   return onnx_import::tensorFromProto(t, {}, std::numeric_limits<int64_t>::max(), loc,
                                       std::string(fileName) + ": tensor '" + t.name() + "'");
 }
 
-Expected<TensorData> readTensorProtoFile(const std::string &path, std::string *name) {
+Expected<TensorData> readTensorProtoFile(const std::string &path, std::string *name,
+                                         bool uint16AsBf16) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return makeError("io", "cannot open '" + path + "'");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) return makeError("io", "cannot read '" + path + "'");
-  return readTensorProto(std::as_bytes(std::span(bytes)), path, name);
+  return readTensorProto(std::as_bytes(std::span(bytes)), path, name, uint16AsBf16);
 }
 
 bool isOnnxPath(std::string_view path) {

@@ -244,14 +244,24 @@ TEST(OnnxMalformed, SymbolicDimWithoutAShape) {
 }
 
 TEST(OnnxMalformed, Opsets) {
+  // An older opset is read in its ops' forms of that opset; Softmax's before 13 is refused (its
+  // meaning changed without a change of attributes).
   Model old(11);
-  old.input("x", DType::F32, {2});
+  old.input("x", DType::F32, {2, 2});
   old.node("Relu", {"x"}, {"y"});
-  old.output("y");
-  EXPECT_NE(errors(old).find("the model imports opset 11 of the default ONNX domain; ferry imports "
-                             "opsets 13 to 21"),
-            std::string::npos)
+  old.node("Softmax", {"y"}, {"s"}, "sm");
+  old.output("s");
+  EXPECT_NE(errors(old).find("Softmax before opset 13 (its older form)"), std::string::npos)
       << errors(old);
+  EXPECT_EQ(errors(old).find("Relu"), std::string::npos) << errors(old);
+  Model zero(0);
+  zero.input("x", DType::F32, {2});
+  zero.node("Relu", {"x"}, {"y"});
+  zero.output("y");
+  EXPECT_NE(errors(zero).find("the model imports opset 0 of the default ONNX domain; ferry imports "
+                              "opsets 1 to 28"),
+            std::string::npos)
+      << errors(zero);
   Model future(30);
   future.input("x", DType::F32, {2});
   future.node("Relu", {"x"}, {"y"});

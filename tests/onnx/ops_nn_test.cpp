@@ -293,15 +293,38 @@ TEST(OnnxNnOps, BatchNormalizationInference) {
   expectNear(out[0], DType::F32, {1, 2, 2}, {0, 1, 5, -1});
 }
 
-TEST(OnnxNnOps, BatchNormalizationTrainingIsUnsupported) {
+// Training mode: the batch's own statistics normalise, and the running ones are updated with
+// momentum (hand-worked: channel 0 has batch mean 2 and variance 1, channel 1 mean 12, var 4).
+TEST(OnnxNnOps, BatchNormalizationTrainingUsesTheBatchStatistics) {
   Model m;
-  m.input("x", DType::F32, {1, 2});
+  m.input("x", DType::F32, {2, 2});
   for (const char *p : {"s", "b", "m", "v"}) m.input(p, DType::F32, {2});
-  attr(m.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"}, "bn"), "training_mode",
-       int64_t{1});
+  onnx::NodeProto &bn =
+      m.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y", "rm", "rv"}, "bn");
+  attr(bn, "training_mode", int64_t{1});
+  attr(bn, "momentum", 0.5);
+  attr(bn, "epsilon", 0.0);
   m.output("y");
-  EXPECT_NE(importErrors(m).find("BatchNormalization with training_mode=1"), std::string::npos)
-      << importErrors(m);
+  m.output("rm");
+  m.output("rv");
+  auto out = runOk(importOk(m), {{"x", tensor(DType::F32, {2, 2}, {1, 10, 3, 14})},
+                                 {"s", tensor(DType::F32, {2}, {1, 2})},
+                                 {"b", tensor(DType::F32, {2}, {0, 1})},
+                                 {"m", tensor(DType::F32, {2}, {0.5, 4})},
+                                 {"v", tensor(DType::F32, {2}, {1, 2})}});
+  ASSERT_EQ(out.size(), 3u);
+  expectNear(out[0], DType::F32, {2, 2}, {-1, -1, 1, 3});
+  expectNear(out[1], DType::F32, {2}, {1.25, 8});
+  expectNear(out[2], DType::F32, {2}, {1, 3});
+  // training_mode is 0 or 1.
+  Model bad;
+  bad.input("x", DType::F32, {2, 2});
+  for (const char *p : {"s", "b", "m", "v"}) bad.input(p, DType::F32, {2});
+  attr(bad.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"}, "bn"), "training_mode",
+       int64_t{2});
+  bad.output("y");
+  EXPECT_NE(importErrors(bad).find("'training_mode' is 2, expected 0 or 1"), std::string::npos)
+      << importErrors(bad);
 }
 
 TEST(OnnxNnOps, SoftmaxAndLogSoftmaxOverOneAxis) {

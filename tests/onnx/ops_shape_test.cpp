@@ -295,9 +295,88 @@ TEST(OnnxShapeOps, RangeOfValuesIsUnsupportedAndZeroDeltaAnError) {
   m.output("r");
   m.output("q");
   std::string e = importErrors(m);
-  EXPECT_NE(e.find("Range whose input 'limit' is not known at import time"), std::string::npos)
+  EXPECT_NE(e.find("Range: limit (input 1 ('n')) must be known at import time, but it is the "
+                   "graph input 'n'"),
+            std::string::npos)
       << e;
   EXPECT_NE(e.find("node 'range_0' (#1, Range): Range: 'delta' is 0"), std::string::npos) << e;
+}
+
+// A graph input whose value a node needs at import (Range's bound, Reshape's shape), given in
+// inputValues, is frozen: it folds away and is no longer an input; an input given there that no
+// node needs that way stays an input.
+TEST(OnnxShapeOps, InputsANodeNeedsAtImportAreFrozenToTheirGivenValue) {
+  Model m;
+  m.input("n", DType::I64, {});
+  m.input("shape", DType::I64, {2});
+  m.input("x", DType::F32, {2, 3});
+  m.initializer("zero", tensor(DType::I64, {}, {0}));
+  m.initializer("one", tensor(DType::I64, {}, {1}));
+  m.node("Range", {"zero", "n", "one"}, {"r"}, "range_n");
+  m.node("Reshape", {"x", "shape"}, {"y"}, "reshape");
+  m.output("r");
+  m.output("y");
+  std::vector<std::string> frozen;
+  OnnxImportOptions o;
+  o.inputValues.emplace("n", tensor(DType::I64, {}, {3}));
+  o.inputValues.emplace("shape", tensor(DType::I64, {2}, {3, 2}));
+  o.inputValues.emplace("x", tensor(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6}));
+  o.frozenInputs = &frozen;
+  Graph g = importOk(m, o);
+  EXPECT_EQ(frozen, (std::vector<std::string>{"n", "shape"}));
+  ASSERT_EQ(g.inputs().size(), 1u);
+  EXPECT_EQ(g.value(g.inputs()[0].value).name, "x");
+  auto out = runOk(g, {{"x", tensor(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6})}});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].toDoubles(), (std::vector<double>{0, 1, 2}));
+  EXPECT_EQ(out[1].shape(), (Shape{3, 2}));
+  // A given value of another type than the input's is an error naming both.
+  OnnxImportOptions wrong;
+  wrong.inputValues.emplace("n", tensor(DType::I32, {}, {3}));
+  wrong.inputValues.emplace("shape", tensor(DType::I64, {2}, {3, 2}));
+  Expected<Graph> bad = m.import(wrong);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("input 'n' is given a value of type i32[] (inputValues), "
+                                        "expected i64[]"),
+            std::string::npos)
+      << bad.status().message();
+}
+
+}  // namespace
+}  // namespace ferry::onnx_test
+
+namespace ferry::onnx_test {
+namespace {
+
+// Before opset 13 (10 for Slice, 11 for Clip) these ops took as attributes what they now take as
+// inputs; the importer reads the form of the model's opset. Concat before 4 is refused.
+TEST(OnnxShapeOps, OlderOpsetFormsAreRead) {
+  Model m(9);
+  m.input("x", DType::F32, {2, 3});
+  attr(m.node("Unsqueeze", {"x"}, {"u"}, "unsqueeze"), "axes", std::vector<int64_t>{0});
+  attr(m.node("Squeeze", {"u"}, {"q"}, "squeeze"), "axes", std::vector<int64_t>{0});
+  onnx::NodeProto &slice = m.node("Slice", {"q"}, {"s"}, "slice");
+  attr(slice, "starts", std::vector<int64_t>{1});
+  attr(slice, "ends", std::vector<int64_t>{3});
+  attr(slice, "axes", std::vector<int64_t>{1});
+  onnx::NodeProto &clip = m.node("Clip", {"s"}, {"c"}, "clip");
+  attr(clip, "min", 2.5);
+  attr(clip, "max", 5.0);
+  attr(m.node("Dropout", {"c"}, {"d"}, "dropout"), "ratio", 0.3);
+  m.output("u");
+  m.output("d");
+  auto out = runOk(importOk(m), {{"x", tensor(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6})}});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].shape(), (Shape{1, 2, 3}));
+  expectNear(out[1], DType::F32, {2, 2}, {2.5, 3, 5, 5});
+
+  Model concat(3);
+  concat.input("a", DType::F32, {2});
+  concat.node("Concat", {"a", "a"}, {"c"}, "concat");
+  concat.output("c");
+  EXPECT_NE(importErrors(concat).find("Concat before opset 4 (its older form)"),
+            std::string::npos)
+      << importErrors(concat);
 }
 
 }  // namespace

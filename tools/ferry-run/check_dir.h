@@ -38,9 +38,12 @@ Expected<TestData> readTestData(const std::string &dir);
 /// The model's inputs from `data`: each file gives the input its TensorProto names when there is
 /// one, else the input at its position K. Errors (code "usage") for a count that differs from
 /// the model's, and for two files that give one input. Also checks the count of output files.
-/// `files`, when given, receives per input the file it comes from.
+/// `files`, when given, receives per input the file it comes from. Files named after an input in
+/// `frozen` (one the importer fixed to that file's value, OnnxImportOptions::inputValues) are
+/// not the executable's inputs and are left out.
 Expected<std::vector<NamedTensor>> matchTestData(const TestData &data, const Executable &exe,
-                                                 std::vector<std::string> *files = nullptr);
+                                                 std::vector<std::string> *files = nullptr,
+                                                 std::span<const std::string> frozen = {});
 
 /// Compares `outputs` (the run's, in the model's order) with the expected files: each file
 /// against the output its TensorProto names, else the one at its position. Prints a line per

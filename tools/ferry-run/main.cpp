@@ -99,6 +99,8 @@ struct Plan {
   LoadOptions load;
   std::vector<InputFile> inputs;
   std::optional<TestData> testData;
+  /// The ONNX model's inputs that --check-dir's files gave at import (onnx.frozenInputs).
+  std::vector<std::string> frozenInputs;
   Tolerance tolerance;
   std::optional<int64_t> randomSeed;
   int64_t iterations = 0;
@@ -153,6 +155,12 @@ Status checkTestDataFlags(const Options &o, Plan &p) {
   Expected<TestData> data = readTestData(o.checkDir);
   if (!data) return data.status();
   p.testData = std::move(data).value();
+  // ferry's shapes are static: an ONNX input whose value a node needs at import (a Reshape's
+  // shape, as ONNX's node tests feed it) is given it from its named file.
+  if (isOnnxPath(o.model))
+    for (const DataFile &f : p.testData->inputs)
+      if (!f.name.empty()) p.load.onnx.inputValues.emplace(f.name, f.tensor.data());
+  p.load.onnx.frozenInputs = &p.frozenInputs;
   return {};
 }
 
@@ -254,8 +262,13 @@ std::variant<std::vector<NamedTensor>, int> gatherInputs(const Executable &exe, 
                                                          Report &report) {
   if (p.testData) {
     std::vector<std::string> files;
-    Expected<std::vector<NamedTensor>> matched = matchTestData(*p.testData, exe, &files);
+    Expected<std::vector<NamedTensor>> matched =
+        matchTestData(*p.testData, exe, &files, p.frozenInputs);
     if (!matched) return report.usage(oneLine(matched.status()));
+    for (const DataFile &f : p.testData->inputs)
+      if (std::find(p.frozenInputs.begin(), p.frozenInputs.end(), f.name) != p.frozenInputs.end())
+        std::cout << "input  " << f.name << " fixed at import (a node needs its value for a shape)"
+                  << "  (from " << (fs::path(p.testData->dir) / f.file).string() << ")\n";
     for (size_t i = 0; i < matched->size(); ++i)
       std::cout << "input  " << summarizeTensor((*matched)[i].name, (*matched)[i].tensor)
                 << "  (from " << (fs::path(p.testData->dir) / files[i]).string() << ")\n";

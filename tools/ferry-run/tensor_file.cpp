@@ -11,10 +11,10 @@ bool isTensorProtoPath(std::string_view path) {
   return ext[0] == '.' && (ext[1] == 'p' || ext[1] == 'P') && (ext[2] == 'b' || ext[2] == 'B');
 }
 
-Expected<Tensor> readTensorFile(const std::string &path, std::string *name) {
+Expected<Tensor> readTensorFile(const std::string &path, std::string *name, bool uint16AsBf16) {
   if (name != nullptr) name->clear();
   if (!isTensorProtoPath(path)) return Tensor::fromNpy(path);
-  Expected<TensorData> data = readTensorProtoFile(path, name);
+  Expected<TensorData> data = readTensorProtoFile(path, name, uint16AsBf16);
   if (!data) return data.status();
   return Tensor(std::move(data).value());
 }

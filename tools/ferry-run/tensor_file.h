@@ -15,6 +15,8 @@ bool isTensorProtoPath(std::string_view path);
 
 /// Reads `path` onto the host: a TensorProto when isTensorProtoPath(path), else `.npy`. `name`,
 /// when given, receives the TensorProto's name ("" when it has none, and for `.npy`).
-Expected<Tensor> readTensorFile(const std::string &path, std::string *name = nullptr);
+/// `uint16AsBf16`: ONNX test data's bf16 stored as UINT16 bits (readTensorProto).
+Expected<Tensor> readTensorFile(const std::string &path, std::string *name = nullptr,
+                                bool uint16AsBf16 = false);
 
 }  // namespace ferry

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/shared_text.h"
+
 namespace ferry {
 
 /// A source file's name, interned: every node, param and reason carries a Location, and equal
@@ -42,8 +44,10 @@ struct Location {
   FileName file;
   int line = 0;
   int col = 0;
-  /// An imported node's name, index and op (interned as file names are); empty otherwise.
-  FileName node;
+  /// An imported node's name, index and op; empty otherwise. Shared, not interned: a model's
+  /// node names are many and come from outside, and are freed with the last location that holds
+  /// them (FileName's interned names never are).
+  SharedText node;
 
   bool known() const { return line > 0; }
   /// Whether this is a node of an imported model (no source line to quote).

@@ -425,7 +425,7 @@ void readSteps(Reader &r, const std::string &what, std::vector<Step> &steps) {
     st.loc.file = r.fileName("location file");
     st.loc.line = r.i32("location line");
     st.loc.col = r.i32("location column");
-    st.loc.node = r.fileName("location node");
+    st.loc.node = SharedText(r.str("location node"));
     st.inserted = r.boolean("inserted flag");
     st.plan.kernel = r.str("kernel");
     st.plan.scratchBytes = r.u64("scratch bytes");

@@ -484,8 +484,9 @@ def main() -> int:
     report = [
         "## ONNX node test cases",
         "",
-        f"onnx {onnx.__version__} node cases ({'shipped' if shipped_node_dir() else 'generated'}"
-        f"), ferry-run `{args.ferry_run}`"
+        (f"node cases of `{args.cases}`" if args.cases else
+         f"onnx {onnx.__version__} node cases ({'shipped' if shipped_node_dir() else 'generated'})")
+        + f", ferry-run `{args.ferry_run}`"
         + (f", ONNX Runtime {__import__('onnxruntime').__version__}" if ort is not None else "")
         + f"; rtol {NODE_RTOL:g}, atol {NODE_ATOL:g} (ferry-run's --check-dir defaults).",
         "",

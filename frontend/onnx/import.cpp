@@ -162,7 +162,7 @@ class Importer {
   void reportUnsupported();
 
   Location at(std::string label, int line) const {
-    return Location{file_, line, 0, FileName(label)};
+    return Location{file_, line, 0, SharedText(label)};
   }
   /// The ferry value of ONNX value `name` (defined and not poisoned), made on first use.
   ValueId materialize(const std::string &name);
@@ -873,7 +873,7 @@ void Importer::reportUnsupported() {
 
 Expected<Graph> Importer::run() {
   if (!model_.has_graph())
-    return makeError("onnx", file_.str() + ": the model has no graph", Location{file_, 0, 0, {}});
+    return makeError("onnx", "the model has no graph", Location{file_, 0, 0, {}});
   graph_.setName(model_.graph().name().empty() ? "main" : model_.graph().name());
   checkOpsets();
   if (diags_.hasErrors()) return Status(diags_.take());
@@ -897,12 +897,12 @@ Expected<Graph> importOnnx(std::span<const std::byte> bytes, std::string_view fi
                            const std::string &baseDir, const OnnxImportOptions &options) {
   onnx::ModelProto model;
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
-    return makeError("onnx", std::string(fileName) + ": the model is larger than 2 GiB; " +
-                                 "store its weights as external data");
+    return makeError("onnx", "the model is larger than 2 GiB; store its weights as external data",
+                     Location{FileName(fileName), 0, 0, {}});
   if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     return makeError("onnx",
-                     std::string(fileName) + ": not an ONNX model (the bytes do not parse as a "
-                                             "ModelProto: truncated or not ONNX)",
+                     "not an ONNX model (the bytes do not parse as a ModelProto: truncated or not "
+                     "ONNX)",
                      Location{FileName(fileName), 0, 0, {}});
   // A node that needs a graph input's value at import, given in options.inputValues, makes the
   // import run again with that input frozen; freezing one can reveal another (a node after the

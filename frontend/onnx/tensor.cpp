@@ -248,7 +248,7 @@ Expected<TensorData> readTensorProto(std::span<const std::byte> bytes, std::stri
   onnx::TensorProto t;
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !t.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return makeError("onnx", std::string(fileName) + ": not a serialized ONNX TensorProto", loc);
+    return makeError("onnx", "not a serialized ONNX TensorProto", loc);
   if (name) *name = t.name();
   if (uint16AsBf16 && t.data_type() == onnx::TensorProto::UINT16)
     t.set_data_type(onnx::TensorProto::BFLOAT16);

@@ -79,7 +79,13 @@ TEST(FileName, EqualNamesAreOneInternedString) {
   Location copy = loc;
   EXPECT_EQ(copy, loc);
   EXPECT_EQ(copy.str(), "/home/user/model.cpp:3:4");
-  static_assert(std::is_trivially_copyable_v<Location>, "a Location copies as 16 bytes");
+  // A `.fy` or builder location copies two pointers and two ints; an imported node's name is
+  // shared (counted), not interned, so a process that imports many models frees them.
+  static_assert(sizeof(Location) == 24, "a Location is a file, a line, a column and a node");
+  Location imported{a, 13, 0, SharedText("node 'Gemm_3' (#12, Gemm)")};
+  Location shared = imported;
+  EXPECT_EQ(shared.node.view().data(), imported.node.view().data());
+  EXPECT_EQ(shared.str(), "/home/user/model.cpp: node 'Gemm_3' (#12, Gemm)");
 }
 
 TEST(FileName, InternsFromManyThreadsAtOnce) {

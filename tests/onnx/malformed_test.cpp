@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
 #include "onnx/onnx_model_util.h"
 
 namespace ferry::onnx_test {
@@ -343,6 +346,38 @@ TEST(OnnxMalformed, UnsupportedDataTypeNamesIt) {
                            "bool, u8"),
             std::string::npos)
       << errors(m);
+}
+
+}  // namespace
+}  // namespace ferry::onnx_test
+
+namespace ferry::onnx_test {
+namespace {
+
+// Every input the fuzzer ever crashed the importer with (tests/fuzz/regressions/onnx) imports or
+// is refused with diagnostics; one that imports verifies and its `.fy` text reads back, as the
+// fuzz target (tests/fuzz/onnx_import_fuzz.cpp) requires.
+TEST(OnnxMalformed, FuzzRegressionsImportOrAreRefused) {
+  const std::filesystem::path dir =
+      std::filesystem::path(FERRY_SOURCE_DIR) / "tests/fuzz/regressions/onnx";
+  int seen = 0;
+  for (const auto &entry : std::filesystem::directory_iterator(dir)) {
+    SCOPED_TRACE(entry.path().string());
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ++seen;
+    Expected<Graph> g = importOnnx(std::as_bytes(std::span(bytes)), "regression.onnx", "");
+    if (!g) {
+      EXPECT_FALSE(g.status().diagnostics().empty());
+      continue;
+    }
+    EXPECT_TRUE(verify(*g).ok());
+    const std::string printed = printGraph(*g, {.locations = false});
+    Expected<Graph> again = parseGraph(printed, "regression.fy");
+    ASSERT_TRUE(again.ok()) << printed << again.status().message();
+    EXPECT_EQ(printGraph(*again, {.locations = false}), printed);
+  }
+  EXPECT_GE(seen, 2);
 }
 
 }  // namespace

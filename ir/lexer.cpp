@@ -92,7 +92,8 @@ class LineLexer {
           // models name their values), quoted and escaped as a string is.
           Token quoted = string();
           if (quoted.kind == Tok::Error) return quoted;
-          if (quoted.str.empty()) return error(start, "expected a value name in %\"...\", found \"\"");
+          if (quoted.str.empty())
+            return error(start, "expected a value name in %\"...\", found \"\"");
           Token t = make(Tok::Value, start + 1, i_);
           t.str = std::move(quoted.str);
           t.col = column(start);
@@ -244,12 +245,13 @@ std::optional<Location> importedLocation(std::string_view text) {
     if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) return std::nullopt;
   for (char c : node)
     if (static_cast<unsigned char>(c) < ' ' || c == 0x7f) return std::nullopt;
-  const size_t hash = node.rfind("(#") != std::string_view::npos ? node.rfind("(#") + 2
-                                                                  : node.find('#') + 1;
+  const size_t hash =
+      node.rfind("(#") != std::string_view::npos ? node.rfind("(#") + 2 : node.find('#') + 1;
   if (hash == 0 || hash >= node.size()) return std::nullopt;
   int64_t index = 0;
   size_t i = hash;
-  for (; i < node.size() && isDigit(node[i]) && index < INT32_MAX; ++i) index = index * 10 + (node[i] - '0');
+  for (; i < node.size() && isDigit(node[i]) && index < INT32_MAX; ++i)
+    index = index * 10 + (node[i] - '0');
   if (i == hash || index >= INT32_MAX) return std::nullopt;
   return Location{std::string(file), static_cast<int>(index + 1), 0, std::string(node)};
 }

@@ -80,8 +80,7 @@ void Parser::split(std::string_view text) {
     lines_.push_back(line);
     int number = lineNumberOf(lines_.size() - 1);
     if (auto def = definedBy(line))
-      firstDef_.emplace(std::move(def->first),
-                        Location{fileName_, number, columnOf(def->second)});
+      firstDef_.emplace(std::move(def->first), Location{fileName_, number, columnOf(def->second)});
     if (nl == std::string_view::npos) {
       eof_ = Location{fileName_, number, columnOf(line.size())};
       break;
@@ -247,8 +246,7 @@ bool Parser::input() {
   std::optional<TensorType> t = type();
   Pins p;
   if (!t || !pins(p, false) || !endOfStatement() || !define(*name)) return false;
-  graph_.addInput(name->str, *t, p.device.value_or(Device::cpu()),
-                  statementLoc(*name));
+  graph_.addInput(name->str, *t, p.device.value_or(Device::cpu()), statementLoc(*name));
   defLoc_[name->str] = loc(name->col);
   return true;
 }

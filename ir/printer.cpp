@@ -312,7 +312,10 @@ Expected<std::string> printModel(const Graph &graph, const PrintOptions &options
   return printGraph(graph, options);
 }
 
-std::string valueRef(const Graph &graph, ValueId v) { return fy::valueRefText(graph.value(v).name); }
+std::string valueRef(const Graph &graph, ValueId v) {
+  return fy::valueRefText(graph.value(v).name);
+}
+std::string valueRef(std::string_view name) { return fy::valueRefText(name); }
 
 std::string paramsFolderName(const std::string &path) {
   std::string name = fs::path(path).filename().string();

@@ -46,8 +46,11 @@ std::string printGraph(const Graph &graph, const PrintOptions &options = {});
 /// model with saveModel instead.
 Expected<std::string> printModel(const Graph &graph, const PrintOptions &options = {});
 
-/// "%name", quoting nothing: value names are restricted to [A-Za-z0-9_.]+ by the parser.
+/// "%name", or %"a::b" for a name that is not an identifier (the parser reads both).
 std::string valueRef(const Graph &graph, ValueId v);
+/// `%name`, or `%"onnx::MatMul_84"` for a name that is not letters, digits, '_' and '.': how
+/// messages and fixes write a value, so that a fix can be pasted into a `.fy` file.
+std::string valueRef(std::string_view name);
 
 /// The folder saveModel writes the params of a model at `path` into, as the text names it
 /// (relative to the model's folder): the file name without its `.fy` extension, or the whole

@@ -21,6 +21,7 @@
 // weights themselves, which no budget counts either.
 #include <optional>
 
+#include "ir/printer.h"
 #include "passes/explain.h"
 #include "passes/load_time.h"
 #include "passes/pass.h"
@@ -29,7 +30,7 @@ namespace ferry {
 
 namespace {
 
-std::string ref(const Graph &g, ValueId v) { return "%" + g.value(v).name; }
+std::string ref(const Graph &g, ValueId v) { return valueRef(g.value(v).name); }
 
 int64_t bytesOf(const Graph &g, ValueId v) {
   return static_cast<int64_t>(g.value(v).type.byteSize());

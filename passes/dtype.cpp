@@ -419,7 +419,7 @@ class DTypePass {
       if (poisoned(v) || g_.value(v).type.dtype == want) continue;
       std::string outName = g_.value(v).name;
       ValueId c = castOf(v, want, g_.value(v).device, Location(g_.outputs()[i].loc),
-                         "output %" + outName + " keeps its dtype " + name(want));
+                         "output " + valueRef(outName) + " keeps its dtype " + name(want));
       g_.setOutputValue(i, c);
       // Callers feed and fetch by name: the output keeps it, the retyped value gets another.
       if (renamed_.insert(c).second) {

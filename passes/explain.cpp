@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "ir/printer.h"
+
 namespace ferry {
 
 namespace {
@@ -17,7 +19,7 @@ std::string at(const Location &loc) { return loc.known() ? " at " + loc.str() : 
 
 std::string ref(const Graph &g, ValueId v) {
   std::string site = definitionSite(g, v);
-  std::string s = "%" + g.value(v).name;
+  std::string s = valueRef(g.value(v).name);
   return site == "<unknown>" ? s : s + " (" + site + ")";
 }
 
@@ -60,8 +62,8 @@ std::string step(const Graph &g, ValueId v, ValueId &next, bool text) {
       const Node *made = g.producer(v);
       const bool cast = made != nullptr && made->op == OpKind::Cast;
       return (cast ? "cast" : "transfer") +
-             std::string(hasFrom ? " of %" + g.value(r.from).name : "") + " inserted for its use" +
-             at(r.loc);
+             std::string(hasFrom ? " of " + valueRef(g.value(r.from).name) : "") +
+             " inserted for its use" + at(r.loc);
     }
   }
   return "?";
@@ -193,7 +195,7 @@ std::string operandKindFix(const Graph &g, const Node &n, size_t i) {
   for (const Node *p = g.producer(v); p && p->inserted && p->op == OpKind::Transfer;
        p = g.producer(v))
     v = p->operands[0];
-  const std::string name = "%" + g.value(v).name;
+  const std::string name = valueRef(g.value(v).name);
   const std::string to = n.info().operand(i).role == OperandRole::Bool ? "bool" : "i64";
   return "cast " + name + " to " + to + ": cast(" + name + ", to=" + to + ")";
 }

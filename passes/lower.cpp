@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "backends/registry.h"
+#include "ir/printer.h"
 #include "passes/load_time.h"
 #include "runtime/memory_plan.h"
 
@@ -48,7 +49,7 @@ class Lowering {
         const TensorData &value = std::get<TensorData>(n.attrs.at(0));
         const Value &r = g_.value(n.result);
         if (value.type() != r.type)
-          return lowerError("constant %" + r.name + " holds " + value.type().str() +
+          return lowerError("constant " + valueRef(r.name) + " holds " + value.type().str() +
                                 " but its result is " + r.type.str(),
                             n.loc);
         Expected<int32_t> s = addSlot(n.result, SlotKind::Weight);
@@ -94,19 +95,19 @@ class Lowering {
       if (!s) return s;
       const TensorData &data = g_.paramOf(v).data;
       if (data.type() != val.type)
-        return lowerError("param %" + val.name + " holds " + data.type().str() +
+        return lowerError("param " + valueRef(val.name) + " holds " + data.type().str() +
                           " but is declared " + val.type.str());
       exe_.slots[static_cast<size_t>(*s)].weight = static_cast<int32_t>(exe_.weights.size());
       exe_.weights.push_back(data);
       return s;
     }
-    return lowerError("%" + val.name + " is read before the node that writes it");
+    return lowerError(valueRef(val.name) + " is read before the node that writes it");
   }
 
   Expected<int32_t> addSlot(ValueId v, SlotKind kind) {
     const Value &val = g_.value(v);
     if (!val.device)
-      return lowerError("%" + val.name +
+      return lowerError(valueRef(val.name) +
                         " has no device: lower() takes a graph that compile() placed (the whole "
                         "pipeline, not stopped early)");
     const auto id = static_cast<int32_t>(exe_.slots.size());

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <tuple>
 
+#include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/compile.h"
 #include "passes/explain.h"
@@ -34,7 +35,7 @@ Status verifyPlaced(const Graph &g) {
     const Node &n = g.node(id);
     const Value &r = g.value(n.result);
     if (!r.device) {
-      diags.error("verify", n.loc, "%" + r.name + " has no device after placement");
+      diags.error("verify", n.loc, valueRef(r.name) + " has no device after placement");
       continue;
     }
     if (n.op == OpKind::Transfer) continue;
@@ -42,8 +43,8 @@ Status verifyPlaced(const Graph &g) {
       const Value &v = g.value(o);
       if (v.device != r.device)
         diags.error("verify", n.loc,
-                    "operand %" + v.name + " of '" + std::string(n.info().name) + "' is on " +
-                        (v.device ? v.device->str() : "no device") + ", the node on " +
+                    "operand " + valueRef(v.name) + " of '" + std::string(n.info().name) +
+                        "' is on " + (v.device ? v.device->str() : "no device") + ", the node on " +
                         r.device->str());
     }
   }
@@ -71,7 +72,7 @@ void verifyPass(Graph &graph, PassContext &ctx) {
       if (!wrongOperandKind(n.info(), i, o.type.dtype)) continue;
       wrong.push_back(i);
       rows.push_back({"operand " + std::to_string(i) + " (" + n.info().operand(i).name + ")",
-                      "%" + o.name, o.type.str(), explainDType(graph, o.id)});
+                      valueRef(o.name), o.type.str(), explainDType(graph, o.id)});
     }
     std::vector<std::string> lines = alignColumns(rows);
     for (size_t k = 0; k < wrong.size(); ++k)

@@ -41,6 +41,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "ir/printer.h"
 #include "passes/explain.h"
 #include "passes/placement_impl.h"
 
@@ -129,7 +130,7 @@ bool Placer::supports(const Node &n, Label l) const {
 bool Placer::isSource(const Node &n) const { return n.operands.empty(); }
 
 std::string Placer::nodeRef(const Node &n) const {
-  return "'" + std::string(n.info().name) + "' (%" + graph.value(n.result).name + ")";
+  return "'" + std::string(n.info().name) + "' (" + valueRef(graph.value(n.result).name) + ")";
 }
 
 std::string Placer::devicesText(std::span<const Label> labels) const {
@@ -260,7 +261,8 @@ void indexPins(Placer &p) {
     return l;
   };
   for (const InputDecl &in : g.inputs())
-    check(in.device, in.loc, "declare %" + g.value(in.value).name + " on an available device");
+    check(in.device, in.loc,
+          "declare " + valueRef(g.value(in.value).name) + " on an available device");
   for (const ParamDecl &pr : g.params())
     if (pr.pin) check(*pr.pin, pr.loc, "remove the pin");
   for (NodeId id : g.order()) {

@@ -20,6 +20,8 @@
 #include <bit>
 #include <string>
 
+#include "ir/printer.h"
+
 namespace ferry::placement {
 
 namespace {
@@ -186,8 +188,8 @@ class Explainer {
 
   // --- 4. report ----------------------------------------------------------------------------
   std::string name(int32_t v) const {
-    if (v >= net_.values) return "%" + g_.value(g_.outputs()[v - net_.values].value).name;
-    return "%" + g_.value(v).name;
+    if (v >= net_.values) return valueRef(g_.value(g_.outputs()[v - net_.values].value).name);
+    return valueRef(g_.value(v).name);
   }
   Location loc(int32_t v) const {
     if (v >= net_.values) return g_.outputs()[v - net_.values].loc;

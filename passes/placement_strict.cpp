@@ -36,6 +36,7 @@
 // (two tables pinned @cpu feeding a cuda:0 graph: two errors, each naming its pin).
 #include <algorithm>
 
+#include "ir/printer.h"
 #include "passes/explain.h"
 #include "passes/placement_impl.h"
 
@@ -212,15 +213,15 @@ void reportConflict(Placer &p, const Node &n) {
     message = "operands of " + p.nodeRef(n) + " are on different devices: " + p.devicesText(seen);
   Diagnostic &d = p.ctx.diags.error("device", n.loc, message);
   if (pinned && seen.size() > 1)
-    d.detail("%" + g.value(n.result).name + " is pinned to " + p.devices[at].str(), n.loc);
+    d.detail(valueRef(g.value(n.result).name) + " is pinned to " + p.devices[at].str(), n.loc);
 
   // One line per operand, in columns: operand, value, type, device, reason chain.
   const OpInfo &op = n.info();
   std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < n.operands.size(); ++i) {
     const Value &v = g.value(n.operands[i]);
-    rows.push_back({"operand " + std::to_string(i) + " (" + op.operand(i).name + ")", "%" + v.name,
-                    v.type.str(), "@" + p.devices[p.label[v.id]].str(),
+    rows.push_back({"operand " + std::to_string(i) + " (" + op.operand(i).name + ")",
+                    valueRef(v.name), v.type.str(), "@" + p.devices[p.label[v.id]].str(),
                     explainDevice(g, n.operands[i])});
   }
   std::vector<std::string> lines = alignColumns(rows);
@@ -237,11 +238,11 @@ void reportConflict(Placer &p, const Node &n) {
       sources.push_back(s);
   }
   for (ValueId s : sources) {
-    const std::string name = "%" + g.value(s).name;
+    const std::string name = valueRef(g.value(s).name);
     const std::string from = p.devices[p.label[s]].str();
     std::vector<std::string> via;  // operands computed from it, on its device
     for (ValueId o : off)
-      if (o != s && pinnedSource(p, o) == s) via.push_back("%" + g.value(o).name);
+      if (o != s && pinnedSource(p, o) == s) via.push_back(valueRef(g.value(o).name));
     std::string puts;
     for (size_t i = 0; i < via.size(); ++i)
       puts += (i == 0 ? "" : i + 1 == via.size() ? " and " : ", ") + via[i];
@@ -252,8 +253,8 @@ void reportConflict(Placer &p, const Node &n) {
   std::string names, moves;
   for (size_t i = 0; i < moved.size(); ++i) {
     std::string sep = i == 0 ? "" : i + 1 == moved.size() ? " and " : ", ";
-    names += sep + "%" + g.value(moved[i]).name;
-    moves += sep + "transfer(%" + g.value(moved[i]).name + ", to=" + to + ")";
+    names += sep + valueRef(g.value(moved[i]).name);
+    moves += sep + "transfer(" + valueRef(g.value(moved[i]).name) + ", to=" + to + ")";
   }
   d.fix("move " + names + " to " + to + " with " + moves +
         ", or compile with placement=auto to insert the transfer" + (moved.size() > 1 ? "s" : ""));

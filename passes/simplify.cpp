@@ -60,6 +60,7 @@
 #include <unordered_set>
 
 #include "ir/id_map.h"
+#include "ir/printer.h"
 #include "passes/cse_impl.h"
 #include "passes/pass.h"
 
@@ -326,7 +327,8 @@ class Simplifier {
         g_.value(x).type);
     Value &r = g_.value(g_.node(id).result);
     r.device = g_.value(x).device;
-    g_.deviceReason(r.id) = {Reason::Kind::Inherited, x, {}, "keeps the name of output %" + name};
+    g_.deviceReason(r.id) = {
+        Reason::Kind::Inherited, x, {}, "keeps the name of output " + valueRef(name)};
     g_.dtypeReason(r.id) = {Reason::Kind::Inherited, x, {}, ""};
     g_.node(id).inserted = true;
     grow();
@@ -732,7 +734,7 @@ class Simplifier {
     const ParamDecl &decl = g_.paramOf(p);  // params never move while one is added
     const Value &vp = g_.value(p);
     const Initializer init = convertedInit(decl.init, vp.type.dtype, to);
-    const std::string detail = "folded cast of %" + vp.name + " at compile time";
+    const std::string detail = "folded cast of " + valueRef(vp.name) + " at compile time";
     const Device device = *vp.device;
     const Reason dtypeWhy = foldDTypeReason(castWhy, loc, detail);
     const std::optional<DType> from = decl.foldedFrom.value_or(vp.type.dtype);
@@ -764,7 +766,7 @@ class Simplifier {
     const Value &vk = g_.value(constant.result);
     const OpInfo &info = opInfo(OpKind::Constant);
     TensorData data = castTensor(attrTensor(info, constant.attrs, "value"), to);
-    const std::string detail = "folded cast of %" + vk.name + " at compile time";
+    const std::string detail = "folded cast of " + valueRef(vk.name) + " at compile time";
     const Reason dtypeWhy = foldDTypeReason(g_.dtypeReason(cast.result), cast.loc, detail);
     const Reason deviceWhy{Reason::Kind::Inserted, constant.result, cast.loc, detail};
     const Device device = *vk.device;

@@ -188,7 +188,7 @@ class Importer {
   std::set<std::string, std::less<>> reserved_;              // every name the model uses
   std::set<std::string, std::less<>> read_;                  // names read by a node or output
   std::set<std::string, std::less<>> initializerNames_;
-  std::set<std::string, std::less<>> twice_;  // names defined more than once (reported)
+  std::set<std::string, std::less<>> twice_;         // names defined more than once (reported)
   std::set<std::string, std::less<>> frozen_;        // inputs frozen to options_.inputValues
   std::set<std::string, std::less<>> graphInputs_;   // inputs that are not initializers
   std::set<std::string, std::less<>> neededInputs_;  // of those, the ones a node needed data of
@@ -247,7 +247,8 @@ const TensorData *Context::requireData(size_t i, std::string_view what) {
                head + " must be known at import time, but it is the graph input '" + name +
                    "' (ferry's shapes are static)")
         .fix("give its value at import (OnnxImportOptions::inputValues; ferry-run --check-dir "
-             "does so from its test data), or make '" + name + "' an initializer");
+             "does so from its test data), or make '" +
+             name + "' an initializer");
     failed_ = true;
     return nullptr;
   }

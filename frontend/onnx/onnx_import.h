@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
 #include "ir/device.h"
 #include "ir/graph.h"
 #include "ir/status.h"

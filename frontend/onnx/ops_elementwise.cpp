@@ -199,7 +199,7 @@ void convertIdentity(NodeContext &c) {
 
 void convertDropout(NodeContext &c) {
   if (!arity(c, 1, 3)) return;
-  c.ignoreAttr("seed");  // no randomness at inference
+  c.ignoreAttr("seed");                       // no randomness at inference
   if (c.opset() < 12) c.ignoreAttr("ratio");  // an attribute before opset 12: training only
   if (c.hasInput(2)) {
     // ferry imports models for inference: the mode must be known, and false.

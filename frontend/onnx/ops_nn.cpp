@@ -324,9 +324,10 @@ void pool3d(NodeContext &ctx, OpKind kind, std::vector<int64_t> kernel, bool dil
   const bool viaF32 = isMax && (dtype == DType::I8 || dtype == DType::U8);
   auto pool = [&](Known in, std::vector<int64_t> k, std::vector<int64_t> stride,
                   std::vector<int64_t> dilation, std::vector<int64_t> padding) {
-    std::vector<NamedAttr> attrs = {
-        {"kernel", std::move(k)}, {"stride", std::move(stride)}, {"padding", std::move(padding)},
-        {"ceil_mode", ceil}};
+    std::vector<NamedAttr> attrs = {{"kernel", std::move(k)},
+                                    {"stride", std::move(stride)},
+                                    {"padding", std::move(padding)},
+                                    {"ceil_mode", ceil}};
     if (isMax)
       attrs.push_back({"dilation", std::move(dilation)});
     else
@@ -462,19 +463,18 @@ void batchNormTraining(NodeContext &ctx, std::vector<Known> operands, double eps
   std::vector<int64_t> axes{0};
   for (int64_t d = 2; d < x.rank(); ++d) axes.push_back(d);
   const double momentum = ctx.attrFloat("momentum", 0.9);
-  std::optional<Known> meanKept = ctx.emit(OpKind::Mean, {operands[0]},
-                                           {{"axes", axes}, {"keepdims", true}});
+  std::optional<Known> meanKept =
+      ctx.emit(OpKind::Mean, {operands[0]}, {{"axes", axes}, {"keepdims", true}});
   if (!meanKept) return;
   std::optional<Known> centred = ctx.emit(OpKind::Sub, {operands[0], *meanKept});
   std::optional<Known> squared = centred ? ctx.emit(OpKind::Mul, {*centred, *centred}) : centred;
   std::optional<Known> var =
       squared ? ctx.emit(OpKind::Mean, {*squared}, {{"axes", axes}, {"keepdims", false}}) : squared;
-  std::optional<Known> mean = ctx.emit(OpKind::Reshape, {*meanKept},
-                                       {{"shape", std::vector<int64_t>{x.shape[1]}}});
+  std::optional<Known> mean =
+      ctx.emit(OpKind::Reshape, {*meanKept}, {{"shape", std::vector<int64_t>{x.shape[1]}}});
   if (!var || !mean) return;
-  std::optional<Known> y = ctx.emit(OpKind::BatchNorm,
-                                    {operands[0], operands[1], operands[2], *mean, *var},
-                                    {{"eps", eps}});
+  std::optional<Known> y = ctx.emit(
+      OpKind::BatchNorm, {operands[0], operands[1], operands[2], *mean, *var}, {{"eps", eps}});
   if (!y) return;
   ctx.setOutput(0, *y);
   const DType dtype = x.dtype;
@@ -483,8 +483,8 @@ void batchNormTraining(NodeContext &ctx, std::vector<Known> operands, double eps
     const Known &batch = i == 1 ? *mean : *var;
     std::optional<Known> kept = ctx.emit(
         OpKind::Mul, {operands[2 + i], ctx.constant(TensorData::full(dtype, {}, momentum))});
-    std::optional<Known> added = ctx.emit(
-        OpKind::Mul, {batch, ctx.constant(TensorData::full(dtype, {}, 1.0 - momentum))});
+    std::optional<Known> added =
+        ctx.emit(OpKind::Mul, {batch, ctx.constant(TensorData::full(dtype, {}, 1.0 - momentum))});
     std::optional<Known> running =
         kept && added ? ctx.emit(OpKind::Add, {*kept, *added}) : std::nullopt;
     if (!running) return;

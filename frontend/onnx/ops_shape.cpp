@@ -276,7 +276,7 @@ void convertRange(NodeContext &ctx) {
 }
 
 constexpr ConverterEntry kShapeConverters[] = {
-    {"Concat", convertConcat, 4},       {"ConstantOfShape", convertConstantOfShape},
+    {"Concat", convertConcat, 4},    {"ConstantOfShape", convertConstantOfShape},
     {"Expand", convertExpand},       {"Flatten", convertFlatten},
     {"Gather", convertGather},       {"Range", convertRange},
     {"Reshape", convertReshape},     {"Shape", convertShape},

@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FERRY_CHECK(again.ok()) << "an imported graph's text does not parse:\n"
                             << printed << again.status().message();
     FERRY_CHECK(ferry::printGraph(*again, print) == printed)
-        << "an imported graph's text does not round-trip:\n" << printed;
+        << "an imported graph's text does not round-trip:\n"
+        << printed;
 #endif
   }
 

@@ -374,8 +374,7 @@ TEST(OnnxShapeOps, OlderOpsetFormsAreRead) {
   concat.input("a", DType::F32, {2});
   concat.node("Concat", {"a", "a"}, {"c"}, "concat");
   concat.output("c");
-  EXPECT_NE(importErrors(concat).find("Concat before opset 4 (its older form)"),
-            std::string::npos)
+  EXPECT_NE(importErrors(concat).find("Concat before opset 4 (its older form)"), std::string::npos)
       << importErrors(concat);
 }
 

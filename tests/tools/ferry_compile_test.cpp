@@ -296,7 +296,8 @@ TEST_F(FerryCompile, BadOptionsAreUsageErrors) {
 TEST_F(FerryCompile, HelpListsEveryOption) {
   Result r = run("--help");
   EXPECT_EQ(r.exit, 0);
-  for (const char *s : {"MODEL", ".onnx",
+  for (const char *s : {"MODEL",
+                        ".onnx",
                         "--emit",
                         "text,dot,svg,json,none",
                         "--emit-dir",

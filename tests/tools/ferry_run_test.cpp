@@ -287,7 +287,8 @@ TEST_F(FerryRun, ArtifactRunsLikeItsModel) {
 
   // Compile flags do not apply to a compiled model.
   expectUsageError(shellQuote(artifact) + " --random-inputs --devices cpu",
-                   "--devices: applies to .fy and ONNX models; '" + artifact + "' is already compiled",
+                   "--devices: applies to .fy and ONNX models; '" + artifact +
+                       "' is already compiled",
                    Match::Whole);
   expectUsageError("--random-inputs --no-fallback " + shellQuote(artifact),
                    "--no-fallback: ", Match::Start);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ir/printer.h"
 #include "passes/compile.h"
 #include "passes/explain.h"
 
@@ -18,7 +19,7 @@ std::string dtypeWhy(const Graph &g, ValueId v) {
     case Reason::Kind::Pinned: return "pinned" + at;
     case Reason::Kind::Inserted:
       return (r.detail.empty() ? std::string("inserted") : r.detail.str()) +
-             (r.from >= 0 ? " for %" + g.value(r.from).name : "") + at;
+             (r.from >= 0 ? " for " + valueRef(g.value(r.from).name) : "") + at;
     default: return r.detail.empty() ? std::string("its op's dtype rule") : r.detail.str();
   }
 }
@@ -108,11 +109,11 @@ Expected<std::string> explainValues(const Graph &g, const std::vector<std::strin
       for (size_t i = 0; i < g.valueCount() && listed < 12; ++i, ++listed)
         known += (known.empty() ? "%" : ", %") + g.value(static_cast<ValueId>(i)).name;
       if (g.valueCount() > 12) known += ", ...";
-      return makeError("usage", "--explain: no value %" + name + " in '" + g.name() +
+      return makeError("usage", "--explain: no value " + valueRef(name) + " in '" + g.name() +
                                     "' (its values: " + known + ")");
     }
     const Value &val = g.value(*v);
-    out += "%" + val.name + " : " + val.type.str() +
+    out += valueRef(val.name) + " : " + val.type.str() +
            (val.device ? " @" + val.device->str() : std::string(" (not placed)")) + "\n";
     out += "  device: " + explainDevice(g, *v) + "\n";
     out += "  dtype:  " + dtypeWhy(g, *v) + "\n";

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ir/json.h"
+#include "ir/printer.h"
 #include "passes/explain.h"
 #include "passes/load_time.h"
 #include "passes/lower.h"
@@ -381,7 +382,7 @@ class Writer {
     std::string from;
     if (hasValue(r.from)) {
       const std::string site = definitionSite(g_, r.from);
-      from = "%" + g_.value(r.from).name + (site == "<unknown>" ? "" : " (" + site + ")");
+      from = valueRef(g_.value(r.from).name) + (site == "<unknown>" ? "" : " (" + site + ")");
     }
     const std::string dtype(dtypeName(val.type.dtype));
     switch (r.kind) {

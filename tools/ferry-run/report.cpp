@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <numeric>
 
+#include "ir/printer.h"
+
 namespace ferry {
 
 namespace {
@@ -138,7 +140,7 @@ std::string renderTimings(const Session &session, const Timings &timings, int64_
   if (order.empty()) return out;
   out += "slowest steps (mean of " + count + "):\n";
   auto result = [&](size_t i) {
-    return "%" + exe.slots[static_cast<size_t>(exe.steps[i].result)].name;
+    return valueRef(exe.slots[static_cast<size_t>(exe.steps[i].result)].name);
   };
   size_t opWidth = 0, resultWidth = 0;
   for (size_t i : order) {

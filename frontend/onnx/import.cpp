@@ -246,9 +246,8 @@ const TensorData *Context::requireData(size_t i, std::string_view what) {
         .error("onnx", loc_,
                head + " must be known at import time, but it is the graph input '" + name +
                    "' (ferry's shapes are static)")
-        .fix("give its value at import (OnnxImportOptions::inputValues; ferry-run --check-dir "
-             "does so from its test data), or make '" +
-             name + "' an initializer");
+        .fix("give its value at import (ferry-compile --input-value " + name +
+             "=FILE, OnnxImportOptions::inputValues), or make '" + name + "' an initializer");
     failed_ = true;
     return nullptr;
   }

@@ -170,6 +170,8 @@ TEST_F(FerryCompileUsage, EveryOptionOfHelpRejectsABadValue) {
       {"--stats", {"--stats=maybe", "--stats takes no value, got 'maybe'"}},
       {"--shape",
        {"--shape x", "--shape: expected NAME=D0,D1,... (e.g. --shape x=1,784), got 'x'"}},
+      {"--input-value",
+       {"--input-value x", "--input-value: applies to ONNX models (.onnx)"}},
       {"--explain", {"--explain %nosuch", "--explain: no value %nosuch"}},
       {"--help", {"--help=x", "--help takes no value, got 'x'"}},
   };

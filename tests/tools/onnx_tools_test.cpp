@@ -240,6 +240,41 @@ TEST_F(OnnxTools, PbInputsAndNpyOutputs) {
                    "--input x: ");
 }
 
+// A Reshape whose shape is a graph input (as ONNX's node tests write it): ferry-compile needs its
+// value (--input-value), ferry-run takes it from --input; either way the input is fixed at
+// import and the compiled model has only the data input.
+TEST_F(OnnxTools, InputsANodeNeedsAtImportAreFixedFromTheirFiles) {
+  const fs::path dir = fs::path(FERRY_SOURCE_DIR) / "tests/onnx_node/onnx-1.12" /
+                       "test_reshape_reordered_all_dims";
+  const std::string model = shellQuote((dir / "model.onnx").string());
+  const std::string data = shellQuote((dir / "test_data_set_0/input_0.pb").string());
+  const std::string shape = shellQuote((dir / "test_data_set_0/input_1.pb").string());
+  const Result rejected = compile(model);
+  EXPECT_EQ(rejected.exit, 1);
+  EXPECT_NE(rejected.err.find("it is the graph input 'shape'"), std::string::npos) << rejected.err;
+  const Result compiled = compile(model + " --input-value shape=" + shape);
+  ASSERT_EQ(compiled.exit, 0) << compiled.err;
+  EXPECT_NE(compiled.out.find("reshape(%data, shape=[4, 2, 3])"), std::string::npos)
+      << compiled.out;
+  EXPECT_EQ(compiled.out.find("input %shape"), std::string::npos) << compiled.out;
+  const Result ran = run(model + " --input data=" + data + " --input shape=" + shape);
+  ASSERT_EQ(ran.exit, 0) << ran.err;
+  EXPECT_NE(ran.out.find("input  shape fixed at import"), std::string::npos) << ran.out;
+  EXPECT_NE(ran.out.find("output reshaped: f32[4,2,3]"), std::string::npos) << ran.out;
+  // Usage errors name the flag: the syntax, a model that is not ONNX, a file that does not read.
+  expectUsageError(FERRY_COMPILE, model + " --input-value shape",
+                   "--input-value: expected NAME=FILE.pb or NAME=FILE.npy, got 'shape'",
+                   Match::Whole);
+  expectUsageError(FERRY_COMPILE, model + " --input-value shape=" + shape + " --input-value shape=" +
+                       shape,
+                   "--input-value: input 'shape' is given twice", Match::Whole);
+  expectUsageError(FERRY_COMPILE, model + " --input-value shape=" + shellQuote(path("none.pb")),
+                   "--input-value shape: ");
+  const std::string fy = write("m.fy", "graph g {\n  input %x : f32[2] @cpu\n  output %x\n}\n");
+  expectUsageError(FERRY_COMPILE, shellQuote(fy) + " --input-value x=" + shape,
+                   "--input-value: applies to ONNX models (.onnx)");
+}
+
 TEST_F(OnnxTools, MalformedModelsAreDiagnosticsNotCrashes) {
   const std::string model = readFile(fixtures() / "add_relu.onnx");
   const std::string truncated = write("truncated.onnx", model.substr(0, model.size() / 2));

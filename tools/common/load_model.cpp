@@ -6,6 +6,7 @@
 #include <optional>
 #include <string_view>
 
+#include "ir/npy.h"
 #include "tools/common/compile_flags.h"
 
 namespace ferry {
@@ -61,6 +62,37 @@ Status parseShapeFlags(const std::vector<std::string> &specs,
     std::vector<int64_t> dims;
     FERRY_TRY(parseDims(std::string_view(spec).substr(eq + 1), name, dims));
     shapes.emplace(std::move(name), std::move(dims));
+  }
+  return {};
+}
+
+void addInputValueFlag(CLI::App &app, std::vector<std::string> &specs) {
+  app.add_option("--input-value", specs,
+                 "ONNX models: fix input NAME at import to FILE's value (.pb or .npy)")
+      ->type_name("NAME=FILE")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+Status readInputValueFlags(const std::vector<std::string> &specs, const std::string &model,
+                           std::map<std::string, TensorData, std::less<>> &values) {
+  constexpr std::string_view flag = "--input-value";
+  if (!specs.empty() && !isOnnxPath(model))
+    return flagError(flag, "applies to ONNX models (.onnx); '" + model +
+                               "' is not one: its inputs are all inputs at run time");
+  for (const std::string &spec : specs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos)
+      return flagError(flag, "expected NAME=FILE.pb or NAME=FILE.npy, got '" + spec + "'");
+    std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
+    if (name.empty()) return flagError(flag, "no input name before '=' in '" + spec + "'");
+    if (file.empty()) return flagError(std::string(flag) + " " + name, "no file after '='");
+    if (values.contains(name)) return flagError(flag, "input '" + name + "' is given twice");
+    const bool pb = file.size() >= 3 && (file.ends_with(".pb") || file.ends_with(".PB"));
+    Expected<TensorData> data = pb ? readTensorProtoFile(file) : readNpy(file);
+    if (!data) return flagError(std::string(flag) + " " + name, oneLine(data.status()));
+    values.emplace(std::move(name), std::move(data).value());
   }
   return {};
 }

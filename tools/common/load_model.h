@@ -36,6 +36,17 @@ void addShapeFlag(CLI::App &app, std::vector<std::string> &specs);
 Status parseShapeFlags(const std::vector<std::string> &specs,
                        std::map<std::string, std::vector<int64_t>, std::less<>> &shapes);
 
+/// Adds `--input-value NAME=FILE` (repeatable; FILE a `.pb` TensorProto or `.npy`), bound to
+/// `specs`: the value of an ONNX input that a node needs at import (a Reshape's shape fed as an
+/// input), which freezes it (OnnxImportOptions::inputValues).
+void addInputValueFlag(CLI::App &app, std::vector<std::string> &specs);
+
+/// Reads the --input-value files into `values`, each error naming the flag and the input
+/// (syntax, a name given twice, a file that does not read); with a model that is not ONNX, a
+/// usage error.
+Status readInputValueFlags(const std::vector<std::string> &specs, const std::string &model,
+                           std::map<std::string, TensorData, std::less<>> &values);
+
 /// Where an imported model's inputs arrive, for compile options `c`: the host (`cpu`) when
 /// c.devices has it, else c.target (a model compiled for `cpu:1` alone takes its inputs there).
 Device onnxInputDevice(const CompileOptions &c);

@@ -99,7 +99,8 @@ struct Plan {
   LoadOptions load;
   std::vector<InputFile> inputs;
   std::optional<TestData> testData;
-  /// The ONNX model's inputs that --check-dir's files gave at import (onnx.frozenInputs).
+  /// The ONNX model's inputs that --input or --check-dir's files gave at import
+  /// (onnx.frozenInputs): no longer inputs of the executable.
   std::vector<std::string> frozenInputs;
   Tolerance tolerance;
   std::optional<int64_t> randomSeed;
@@ -160,7 +161,6 @@ Status checkTestDataFlags(const Options &o, Plan &p) {
   if (isOnnxPath(o.model))
     for (const DataFile &f : p.testData->inputs)
       if (!f.name.empty()) p.load.onnx.inputValues.emplace(f.name, f.tensor.data());
-  p.load.onnx.frozenInputs = &p.frozenInputs;
   return {};
 }
 
@@ -185,6 +185,11 @@ Status checkFlags(const Options &o, Plan &p) {
     if (!t) return flagError("--input " + name, oneLine(t.status()));
     p.inputs.push_back({std::move(name), std::move(file), std::move(t).value()});
   }
+  // An ONNX input a node needs at import (a Reshape's shape) takes its --input file's value
+  // there, as --check-dir's files do (gatherInputs then leaves it out).
+  if (isOnnxPath(o.model))
+    for (const InputFile &in : p.inputs) p.load.onnx.inputValues.emplace(in.name, in.tensor.data());
+  p.load.onnx.frozenInputs = &p.frozenInputs;
   FERRY_TRY(checkTestDataFlags(o, p));
   std::optional<int64_t> n;
   FERRY_TRY(integerFlag(o.randomSeed, "--random-inputs", 0, p.randomSeed));
@@ -274,8 +279,15 @@ std::variant<std::vector<NamedTensor>, int> gatherInputs(const Executable &exe, 
                 << "  (from " << (fs::path(p.testData->dir) / files[i]).string() << ")\n";
     return std::move(matched).value();
   }
+  auto frozen = [&](const std::string &name) {
+    return std::find(p.frozenInputs.begin(), p.frozenInputs.end(), name) != p.frozenInputs.end();
+  };
   for (const InputFile &in : p.inputs)
-    if (exe.findInput(in.name) < 0)
+    if (frozen(in.name))
+      std::cout << "input  " << in.name << " fixed at import (a node needs its value for a shape)"
+                << "  (from " << in.file << ")\n";
+  for (const InputFile &in : p.inputs)
+    if (!frozen(in.name) && exe.findInput(in.name) < 0)
       return report.usage("--input " + in.name + ": the model has no input '" + in.name +
                           "'; its inputs: " + inputList(exe));
   std::vector<NamedTensor> inputs;

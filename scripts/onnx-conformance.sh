@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/onnx-conformance.sh — runs the ONNX backend node test cases of the ops through
+# scripts/onnx-conformance.sh — runs the ONNX backend node test cases of the imported ops through
 # ferry-run and prints passed / failed / unsupported per op (docs/onnx-conformance.md).
 #
 #   scripts/onnx-conformance.sh [VENV] [--ops Add,Gemm,...] [--ort] [--out FILE] [--jobs N]
@@ -9,7 +9,9 @@
 # makes one; default $FERRY_BENCH_VENV, else build/bench-venv. The ferry build is $FERRY_BUILD
 # (default build/); its bin/ferry-run runs each case. The node cases come from the onnx package:
 # its data/node folder when the wheel ships one, else generated once from the package's case
-# definitions into $FERRY_BUILD/onnx-node-cases. The full table goes to --out (default
+# definitions into $FERRY_BUILD/onnx-node-cases; --cases DIR takes another folder, e.g. Debian's
+# onnx 1.12 cases (opsets up to 17): scripts/install-deps.sh libonnx-testdata, then --cases
+# /usr/share/libonnx-testdata/data/node. The full table goes to --out (default
 # $FERRY_BUILD/onnx-conformance.md). Exit status: 0 ran (whatever passed; 1 below --min-pass),
 # 2 no venv, no ferry-run or a bad option.
 set -euo pipefail

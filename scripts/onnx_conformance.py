@@ -12,7 +12,7 @@ the venv's python. Steps, in order:
                the default domain made by ONNX's `expect`); a function-body case
                (`<case>_expanded`, `<case>_expanded_verN`: the op's function expanded into the
                ops it is defined by) belongs to the op of `<case>` and is counted apart. Only
-               cases whose main op is in the issue's list (or --ops) are kept.
+               cases whose main op is in the imported ops' list (or --ops) are kept.
   3. run       `ferry-run model.onnx --check-dir test_data_set_K` on every data set: passed (exit 0
                on all), unsupported (an import error that says so: exit 2 and "unsupported" in
                its diagnostics), failed (a mismatch, a run or import error of another kind, a
@@ -38,7 +38,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-# The ops of issue 17, in its order.
+# The ops the importer converts (docs/onnx.md), in the order of its docs.
 ISSUE_OPS = (
     "Add Sub Mul Div Pow Neg Abs Exp Log Sqrt Reciprocal Relu LeakyRelu Sigmoid Tanh Erf Gelu Clip "
     "MatMul Gemm Conv MaxPool AveragePool GlobalAveragePool BatchNormalization Softmax LogSoftmax "
@@ -432,7 +432,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description="Runs ONNX's backend node test cases through ferry-run.")
     ap.add_argument("--ferry-run", required=True, type=Path, help="the ferry-run binary")
     ap.add_argument("--ops", default="", help="ops to run (comma or space separated; default: "
-                                              "the issue's list)")
+                                              "the imported ops' list)")
     ap.add_argument("--cases", type=Path, help="a folder of node cases (default: the onnx "
                                                "package's, generated into --cache when absent)")
     ap.add_argument("--cache", type=Path, default=Path("build/onnx-node-cases"),
@@ -454,7 +454,7 @@ def main() -> int:
         ops = [o for o in re.split(r"[,\s]+", args.ops) if o]
         unknown = [o for o in ops if o not in ISSUE_OPS]
         if unknown:
-            print(f"onnx-conformance: --ops: not in the issue's list: {', '.join(unknown)}",
+            print(f"onnx-conformance: --ops: not in the imported ops' list: {', '.join(unknown)}",
                   file=sys.stderr)
             return 2
     if not os.access(args.ferry_run, os.X_OK):

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh [--no-roundtrip] [SECONDS [TARGET...]] — builds the libFuzzer targets in tests/fuzz with clang
 # (ASan + UBSan) and runs each for SECONDS (default 60): fy_parser_fuzz seeded with the examples,
-# npy_fuzz, and onnx_import_fuzz seeded with the ONNX node cases and exported models of tests/
-# (it links Debian's libonnx-dev and libprotobuf-dev, scripts/install-deps.sh). TARGETs pick some
-# (e.g. `scripts/fuzz.sh 300 onnx_import_fuzz`). Not part of `make test`: fuzzing is open-ended;
+# npy_fuzz seeded with tests/fuzz/corpus/npy, onnx_import_fuzz seeded with the ONNX node cases and
+# exported models of tests/ (it links Debian's libonnx-dev and libprotobuf-dev,
+# scripts/install-deps.sh), and executable_fuzz (saved executables through the loader,
+# Session::create and one run; seeded with the examples compiled by build/bin/ferry-compile, or
+# $FERRY_BUILD/bin/ferry-compile). Each uses tests/fuzz/dict/<kind>.dict when there is one.
+# TARGETs pick some (e.g. `scripts/fuzz.sh 300 onnx_import_fuzz`). ctest replays every target's
+# seeds and regressions (fuzz.replay.<kind>), built with g++. Fuzzing is open-ended, not `make test`;
 # run it after touching a parser or the importer. Every input kept under tests/fuzz/regressions/
 # <kind>/ runs first: each is a crash found once and fixed since. New crashes land in build-fuzz/
 # (crash-<sha1>): keep each under tests/fuzz/regressions/<kind>/ once it is reported.
@@ -19,7 +23,7 @@ fi
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fy_parser_fuzz npy_fuzz onnx_import_fuzz)
+[ ${#targets[@]} -gt 0 ] || targets=(fy_parser_fuzz npy_fuzz onnx_import_fuzz executable_fuzz)
 command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang++ (apt-get install clang)" >&2; exit 2; }
 out=build-fuzz
 mkdir -p "$out"
@@ -30,6 +34,10 @@ ir_sources=(ir/*.cpp)
 onnx_sources=(frontend/onnx/*.cpp backends/reference/*.cpp)
 onnx_flags=(-DONNX_NAMESPACE=onnx -DONNX_ML=1)
 onnx_libs=(-lonnx_proto -lprotobuf)
+# The executable loader runs what loads: the runtime and the CPU backend with its OpenBLAS.
+exe_sources=(runtime/*.cpp backends/*.cpp backends/cpu/*.cpp)
+exe_flags=(-isystem /usr/include/x86_64-linux-gnu/openblas-pthread -isystem /usr/include/openblas)
+exe_libs=(-lopenblas -lpthread)
 
 build() {
   local target=$1
@@ -40,20 +48,27 @@ build() {
     onnx_import_fuzz)
       clang++ "${flags[@]}" "${onnx_flags[@]}" "${extra[@]}" "tests/fuzz/$target.cpp" "${ir_sources[@]}" \
         "${onnx_sources[@]}" "${onnx_libs[@]}" -o "$out/$target" ;;
-    *) echo "fuzz.sh: no target '$target' (fy_parser_fuzz, npy_fuzz, onnx_import_fuzz)" >&2; exit 2 ;;
+    executable_fuzz)
+      clang++ "${flags[@]}" "${exe_flags[@]}" "tests/fuzz/$target.cpp" "${ir_sources[@]}" \
+        "${exe_sources[@]}" "${exe_libs[@]}" -o "$out/$target" ;;
+    *) echo "fuzz.sh: no target '$target' (fy_parser_fuzz, npy_fuzz, onnx_import_fuzz," \
+            "executable_fuzz)" >&2; exit 2 ;;
   esac
 }
 
-# Runs TARGET on the inputs of tests/fuzz/regressions/KIND once, then fuzzes it from CORPUS.
+# Runs TARGET on the inputs of tests/fuzz/regressions/KIND once, then fuzzes it from CORPUS, with
+# tests/fuzz/dict/KIND.dict when there is one.
 fuzz() {
   local target=$1 kind=$2 corpus=$3 max_len=$4
+  local dict=()
+  [ -e "tests/fuzz/dict/$kind.dict" ] && dict=(-dict="$PWD/tests/fuzz/dict/$kind.dict")
   local regressions=(tests/fuzz/regressions/"$kind"/*)
   if [ -e "${regressions[0]}" ]; then
     echo "fuzz.sh: $target on ${#regressions[@]} regression inputs"
     "$out/$target" "${regressions[@]}"
   fi
   echo "fuzz.sh: fuzzing $target for ${seconds}s"
-  (cd "$out" && "./$target" -max_total_time="$seconds" -max_len="$max_len" "$corpus")
+  (cd "$out" && "./$target" -max_total_time="$seconds" -max_len="$max_len" "${dict[@]}" "$corpus")
 }
 
 for target in "${targets[@]}"; do build "$target"; done
@@ -64,14 +79,27 @@ for target in "${targets[@]}"; do
       cp examples/*.fy "$out/corpus-fy/"
       fuzz fy_parser_fuzz fy corpus-fy 4096 ;;
     npy_fuzz)
+      # Seeds: four valid files (f32, i64, bool scalar, f16 Fortran order).
       mkdir -p "$out/corpus-npy"
+      cp tests/fuzz/corpus/npy/*.npy "$out/corpus-npy/"
       fuzz npy_fuzz npy corpus-npy 4096 ;;
+    executable_fuzz)
+      # Seeds: the examples compiled by this tree's ferry-compile (the format is this build's).
+      compiler=${FERRY_BUILD:-build}/bin/ferry-compile
+      [ -x "$compiler" ] || { echo "fuzz.sh: executable_fuzz needs $compiler for its seeds" >&2; exit 2; }
+      mkdir -p "$out/corpus-executable"
+      for m in mlp cnn mlp_split ops; do
+        rm -f "$out/corpus-executable/$m.ferry"
+        "$compiler" "examples/$m.fy" --emit none --devices cpu,cpu:1 --placement auto \
+          -o "$out/corpus-executable/$m.ferry"
+      done
+      fuzz executable_fuzz executable corpus-executable 262144 ;;
     onnx_import_fuzz)
       # Seeds: every node case and exported model (the larger ones cut at max_len: a truncated
       # model is a good start too), and the tensors of their test data.
       mkdir -p "$out/corpus-onnx"
-      for f in tests/onnx_node/*/model.onnx tests/onnx_models/*/model.onnx \
-               tests/onnx_node/*/test_data_set_0/*.pb; do
+      for f in tests/onnx_node/*/model.onnx tests/onnx_node/*/*/model.onnx \
+               tests/onnx_models/*/model.onnx tests/onnx_node/*/test_data_set_0/*.pb; do
         [ -e "$f" ] || continue
         cp "$f" "$out/corpus-onnx/$(echo "$f" | cut -d/ -f3-  | tr '/' '_')"
       done

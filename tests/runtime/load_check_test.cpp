@@ -116,7 +116,8 @@ TEST(WhatCompilesLoads, AZeroDimHidesNoAbsurdDim) {
 
 TEST(WhatCompilesLoads, ElementCountsWithinTheRuleButBytesBeyond63BitsAreRefused) {
   // 2^60 f64 elements pass the shape rule's 2^62-element bound but are 2^63 bytes.
-  const std::string e = compileThenLoad(graphOf("f64[1]", "expand(%x, shape=[1152921504606846976])"));
+  const std::string e =
+      compileThenLoad(graphOf("f64[1]", "expand(%x, shape=[1152921504606846976])"));
   EXPECT_TRUE(has(e, "g.fy:3:8: error: 'expand' result f64[1152921504606846976]")) << e;
   EXPECT_TRUE(has(e, "takes 2^63 bytes or more")) << e;
   EXPECT_EQ(compileThenLoad(graphOf("f64[1]", "expand(%x, shape=[576460752303423487])")), "");
@@ -128,7 +129,8 @@ TEST(WhatCompilesLoads, RanksBeyondTheLoadersLimitAreRefusedAtCompile) {
   ones65 = ones64 + ",1";
   EXPECT_EQ(compileThenLoad(graphOf("f32[" + ones64 + "]", "relu(%x)")), "");
   std::string e = compileThenLoad(graphOf("f32[" + ones65 + "]", "relu(%x)"));
-  EXPECT_TRUE(has(e, "g.fy:2:14: error: type f32[" + ones65 + "] has 65 dims, at most 64 [shape]")) << e;
+  EXPECT_TRUE(has(e, "g.fy:2:14: error: type f32[" + ones65 + "] has 65 dims, at most 64 [shape]"))
+      << e;
   e = compileThenLoad(graphOf("f32[" + ones64 + "]", "unsqueeze(%x, axes=[0])"));
   EXPECT_TRUE(has(e, "g.fy:3:8: error: 'unsqueeze' result f32[1," + ones64 +
                          "] has 65 dims, at most 64 [shape]"))
@@ -148,9 +150,8 @@ TEST(LoadChecks, AnOperandWhoseDTypeWasEditedIsRefusedAtLoadWithTheStepNamed) {
   ASSERT_NE(at, std::string::npos);
   bytes.replace(at + 5 + 4, 3, "f16");
   const std::string e = loadError(resealed(bytes));
-  EXPECT_EQ(e,
-            "mlp.fy:7:3: error: m.ferry: step 0 ('linear'): operand 0 (x) %x is f16[4,16], but "
-            "'linear' computes in f32: a cast is missing [artifact]");
+  EXPECT_EQ(e, "mlp.fy:7:3: error: m.ferry: step 0 ('linear'): operand 0 (x) %x is f16[4,16], but "
+               "'linear' computes in f32: a cast is missing [artifact]");
 }
 
 TEST(LoadChecks, ValidateChecksEveryStepsResultAgainstItsShapeRule) {
@@ -167,7 +168,8 @@ TEST(LoadChecks, ValidateChecksEveryStepsResultAgainstItsShapeRule) {
   Expected<Session> session = Session::create(exe);
   ASSERT_FALSE(session.ok());
   EXPECT_EQ(session.status().diagnostics()[0].code, "artifact");
-  EXPECT_TRUE(has(session.status().message(), "step 0 ('linear') writes %h")) << session.status().message();
+  EXPECT_TRUE(has(session.status().message(), "step 0 ('linear') writes %h"))
+      << session.status().message();
 }
 
 TEST(LoadChecks, ValidateChecksEveryStepsOperandDTypes) {

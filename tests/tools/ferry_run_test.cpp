@@ -326,8 +326,8 @@ TEST_F(FerryRun, WhatFerryCompileWritesLoads) {
     const std::string model = write("g.fy", "graph g {\n  input %x : " + c.input +
                                                 " @cpu\n  %y = " + c.node + "\n  output %y\n}\n");
     fs::remove(path("g.ferry"));
-    Result compiled = runTool(FERRY_COMPILE, shellQuote(model) + " --emit none -o " +
-                                                 shellQuote(path("g.ferry")));
+    Result compiled = runTool(FERRY_COMPILE,
+                              shellQuote(model) + " --emit none -o " + shellQuote(path("g.ferry")));
     if (!c.compiles) {
       EXPECT_EQ(compiled.exit, 1) << c.node << ": " << compiled.err;
       EXPECT_TRUE(contains(compiled.err, model + ":3:8: error: '")) << compiled.err;

@@ -43,9 +43,17 @@ bool checkDevice(const Device &d, const Location &where, std::string_view what,
   return false;
 }
 
-// Negative dims, and element counts whose byte size would not fit in memory arithmetic.
+// Negative dims, more than kMaxRank dims, and dims whose byte size (zero dims counted as 1)
+// would not fit in memory arithmetic: typeLimitError's rule, worded for the builder.
 bool checkShape(const Shape &shape, DType dtype, const Location &where, std::string_view what,
                 DiagnosticEngine &diags) {
+  if (shape.size() > kMaxRank) {
+    diags.error("shape", where,
+                std::string(what) + " has " + std::to_string(shape.size()) + " dims, at most " +
+                    std::to_string(kMaxRank) + ": " + std::string(dtypeName(dtype)) +
+                    shapeStr(shape));
+    return false;
+  }
   int64_t limit = std::numeric_limits<int64_t>::max() / static_cast<int64_t>(dtypeSize(dtype));
   int64_t n = 1;
   for (int64_t d : shape) {
@@ -61,7 +69,7 @@ bool checkShape(const Shape &shape, DType dtype, const Location &where, std::str
                       shapeStr(shape));
       return false;
     }
-    n *= d;
+    if (d > 0) n *= d;  // an empty tensor's zero dim does not excuse an absurd one
   }
   return true;
 }

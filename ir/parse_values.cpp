@@ -112,6 +112,10 @@ std::optional<TensorType> Parser::type() {
     error("shape", t.col, "type " + type.str() + " is too large (more than 2^53 bytes)");
     return std::nullopt;
   }
+  if (std::string why = typeLimitError(type.dtype, type.shape); !why.empty()) {
+    error("shape", t.col, "type " + type.str() + " " + why);
+    return std::nullopt;
+  }
   return type;
 }
 

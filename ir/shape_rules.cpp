@@ -61,10 +61,13 @@ std::optional<int64_t> checkedNumel(std::span<const int64_t> dims) {
   return n;
 }
 
-/// Every rule returns through here: no negative dims, no element count beyond kMaxElements.
+/// Every rule returns through here: no negative dims, no element count beyond kMaxElements, and
+/// a type the loader takes back (typeLimitError: a zero dim hides no absurd dim).
 InferResult done(const InferArgs &a, TensorType t) {
   if (!checkedNumel(t.shape))
     return fail(a, "shape", "result " + t.str() + " has a negative dim or more than 2^62 elements");
+  if (std::string why = typeLimitError(t.dtype, t.shape); !why.empty())
+    return fail(a, "shape", "result " + t.str() + " " + why);
   return t;
 }
 

@@ -2,8 +2,24 @@
 #include "ir/types.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace ferry {
+
+std::string typeLimitError(DType dtype, std::span<const int64_t> shape) {
+  if (shape.size() > kMaxRank)
+    return "has " + std::to_string(shape.size()) + " dims, at most " + std::to_string(kMaxRank);
+  // The loader checks the same product dim by dim (runtime/artifact.cpp, Reader::type).
+  int64_t bytes = static_cast<int64_t>(dtypeSize(dtype));
+  for (int64_t d : shape) {
+    if (d < 0) return "has a negative dim";
+    if (d == 0) continue;
+    if (bytes > std::numeric_limits<int64_t>::max() / d)
+      return "takes 2^63 bytes or more (zero dims counted as 1)";
+    bytes *= d;
+  }
+  return {};
+}
 
 int64_t numel(std::span<const int64_t> shape) {
   int64_t n = 1;

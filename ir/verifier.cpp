@@ -101,8 +101,8 @@ Verification verifyGraph(const Graph &g) {
   for (ValueId v = 0; v < valueCount; ++v) {
     const Value &val = g.value(v);
     if (val.name.empty()) diags.error("verify", {}, "value #" + std::to_string(v) + " has no name");
-    for (int64_t d : val.type.shape)
-      if (d < 0) diags.error("verify", {}, ref(g, v) + " has a negative dim: " + val.type.str());
+    if (std::string why = typeLimitError(val.type.dtype, val.type.shape); !why.empty())
+      diags.error("verify", {}, ref(g, v) + " is " + val.type.str() + ", which " + why);
   }
   checkNamesUnique(g, diags);
   for (const InputDecl &in : g.inputs()) {

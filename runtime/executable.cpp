@@ -2,7 +2,9 @@
 #include "runtime/executable.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
+#include <vector>
 
 namespace ferry {
 
@@ -13,11 +15,55 @@ Status slotError(const Executable &exe, size_t s, const std::string &what) {
                    "slot " + std::to_string(s) + " (%" + exe.slots[s].name + ") " + what);
 }
 
-Status stepError(const Step &st, size_t i, const std::string &what, bool load = false) {
+// "step 3 ('matmul') <what>", or "step 3 ('matmul'): <what>" where `what` is a sentence of its
+// own (`colon`).
+Status stepError(const Step &st, size_t i, const std::string &what, bool load = false,
+                 bool colon = false) {
   return makeError("artifact",
                    std::string(load ? "load step " : "step ") + std::to_string(i) + " ('" +
-                       std::string(opInfo(st.op).name) + "') " + what,
+                       std::string(opInfo(st.op).name) + "')" + (colon ? ": " : " ") + what,
                    st.loc);
+}
+
+// A step against the op table, its operand and result slots in range: the result has the type
+// the op's shape and dtype rules give for the operands and attributes, and a promoting op's data
+// operands already have the dtype it computes in (the dtype pass inserted the casts; kernels
+// read them in that dtype: backends/cpu/kernels.h). Kernels size their loops and read their
+// operands by these types, so a slot of the wrong size or dtype would be overrun or misread.
+Status checkAgainstOpTable(const Executable &exe, const Step &st, size_t i, bool load) {
+  const OpInfo &op = opInfo(st.op);
+  std::vector<TensorType> types;
+  types.reserve(st.operands.size());
+  for (int32_t o : st.operands) types.push_back(exe.slots[static_cast<size_t>(o)].type);
+  const Slot &result = exe.slots[static_cast<size_t>(st.result)];
+  InferResult r = inferType(op, types, st.attrs);
+  if (const auto *err = std::get_if<InferError>(&r))
+    return stepError(st, i, err->message, load, true);
+  if (std::get<TensorType>(r) != result.type)
+    return stepError(st, i,
+                     "writes %" + result.name + " typed " + result.type.str() + " but '" +
+                         std::string(op.name) + "' gives " + std::get<TensorType>(r).str(),
+                     load);
+  const bool promotes = op.dtypeRule == DTypeRule::Promote ||
+                        op.dtypeRule == DTypeRule::PromoteFloat ||
+                        op.dtypeRule == DTypeRule::Compare;
+  if (!promotes) return Status();
+  // A comparison computes in its operands' common dtype (its result is bool); the others in
+  // their result's.
+  std::optional<DType> compute;
+  if (op.dtypeRule != DTypeRule::Compare) compute = result.type.dtype;
+  for (size_t o = 0; o < types.size(); ++o) {
+    if (op.operand(o).role != OperandRole::Data) continue;
+    if (!compute) compute = types[o].dtype;
+    if (types[o].dtype != *compute)
+      return stepError(st, i,
+                       "operand " + std::to_string(o) + " (" + op.operand(o).name + ") %" +
+                           exe.slots[static_cast<size_t>(st.operands[o])].name + " is " +
+                           types[o].str() + ", but '" + std::string(op.name) + "' computes in " +
+                           std::string(dtypeName(*compute)) + ": a cast is missing",
+                       load, true);
+  }
+  return Status();
 }
 
 // The copies a list of steps makes between devices: its transfer steps and their bytes.
@@ -63,6 +109,9 @@ Status Executable::validate() const {
   }
   for (size_t s = 0; s < nslots; ++s) {
     const Slot &slot = slots[s];
+    // First: byte sizes below are computed from the type.
+    if (std::string why = typeLimitError(slot.type.dtype, slot.type.shape); !why.empty())
+      return slotError(*this, s, "is " + slot.type.str() + ", which " + why);
     if (slot.kind != SlotKind::Weight && slot.weight != -1)
       return slotError(*this, s, "is not a weight but names weight " + std::to_string(slot.weight));
     if (std::find(devices.begin(), devices.end(), slot.device) == devices.end())
@@ -158,6 +207,7 @@ Status Executable::validate() const {
                          "has " + std::to_string(st.plan.scratchBytes) +
                              " bytes of scratch outside its device's workspace");
     }
+    FERRY_TRY(checkAgainstOpTable(*this, st, i, load));
     if (written[static_cast<size_t>(st.result)])
       return stepError(st, i, "writes %" + result.name + " a second time", load);
     written[static_cast<size_t>(st.result)] = true;

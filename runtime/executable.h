@@ -112,14 +112,17 @@ struct Executable {
   std::string serialize() const;
   static Expected<Executable> deserialize(std::string_view bytes, std::string_view fileName);
 
-  /// Checks the executable's own consistency (slot ids in range, operand devices equal to the
-  /// step's device except for transfers, which change device and have no kernel plan,
-  /// weights of their slots' types, workspace offsets of slots and
-  /// scratch inside the workspaces, inputs and activations written before read, load steps
-  /// reading only weights and loaded slots and writing every loaded slot once, the plan's
-  /// transfer counts those of the steps and of the load steps). load() runs it; an error says which
-  /// step or slot is wrong. Whether a plan fits its device kind's kernels is Session::create's to
-  /// check.
+  /// Checks the executable's own consistency (slot types within ferry's limits (typeLimitError),
+  /// slot ids in range, operand devices equal to the step's device except for transfers, which
+  /// change device and have no kernel plan, weights of their slots' types, workspace offsets of
+  /// slots and scratch inside the workspaces, inputs and activations written before read, load
+  /// steps reading only weights and loaded slots and writing every loaded slot once, the plan's
+  /// transfer counts those of the steps and of the load steps) and every step and load step
+  /// against the op table: its result typed as the op's shape and dtype rules give for its
+  /// operands and attributes, a promoting op's data operands in the dtype it computes in.
+  /// Lowering, load() and Session::create run it; an error names the step or slot
+  /// (`step 3 ('matmul'): ...`). Whether a plan fits its device kind's kernels is
+  /// Session::create's to check.
   Status validate() const;
 };
 

@@ -393,6 +393,26 @@ TEST(Builder, NamedRenamesAndRejectsTakenNames) {
   EXPECT_EQ(g->findValue("hidden"), y.id());
 }
 
+// A zero dim makes a tensor empty but does not excuse an absurd dim beside it, and a type has at
+// most 64 dims: what the builder takes, the saved executable holds (typeLimitError).
+TEST(Builder, AZeroDimHidesNoAbsurdDimAndRanksAreBounded) {
+  Builder b;
+  Var hidden = b.input("hidden", DType::F32, {0, int64_t{1} << 62, 4});
+  Var deep = b.input("deep", DType::F32, Shape(65, 1));
+  Var empty = b.input("empty", DType::F32, {0, int64_t{1} << 40});
+  Var widest = b.input("widest", DType::F32, Shape(64, 1));
+  EXPECT_FALSE(hidden.valid());
+  EXPECT_FALSE(deep.valid());
+  EXPECT_TRUE(empty.valid());
+  EXPECT_TRUE(widest.valid());
+  const auto &ds = b.diagnostics().diagnostics();
+  ASSERT_EQ(ds.size(), 2u) << renderText(ds, {.snippet = false});
+  EXPECT_EQ(ds[0].code, "shape");
+  EXPECT_EQ(ds[0].message, "input 'hidden' is too large: f32[0,4611686018427387904,4]");
+  EXPECT_EQ(ds[1].code, "shape");
+  EXPECT_EQ(ds[1].message.substr(0, 40), "input 'deep' has 65 dims, at most 64: f3");
+}
+
 TEST(Builder, BadShapesAndDevices) {
   Builder b;
   Var a = b.input("a", DType::F32, {2, -1});

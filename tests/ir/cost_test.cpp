@@ -121,11 +121,12 @@ TEST(Cost, DataMovementReadsAndWritesTheResult) {
 }
 
 TEST(Cost, HugeShapesDoNotOverflow) {
-  const int64_t n = int64_t{1} << 31;
-  // 2^62 elements of f64: 2^65 bytes each way, beyond int64 but fine in double.
-  OpCost c = cost(OpKind::Neg, {T(F64, {n, n})});
-  EXPECT_DOUBLE_EQ(c.flops, 0x1p62);
-  EXPECT_DOUBLE_EQ(c.bytes, 0x1p66);
+  const int64_t n = int64_t{1} << 30;
+  // 2^59 elements of f64 (the largest power of two of bytes a type may take, typeLimitError):
+  // 2^62 bytes each way, 2^63 in all, beyond int64 but fine in double.
+  OpCost c = cost(OpKind::Neg, {T(F64, {n, n / 2})});
+  EXPECT_DOUBLE_EQ(c.flops, 0x1p59);
+  EXPECT_DOUBLE_EQ(c.bytes, 0x1p63);
 }
 
 }  // namespace

@@ -627,7 +627,7 @@ TEST(ShapeRules, CastTransferConstant) {
 
 TEST(ShapeRules, ElementCountsBeyond2To62AreRejected) {
   const int64_t big = int64_t{1} << 32;
-  EXPECT_TRUE(isType(infer(OpKind::Neg, {T(F32, {big / 2, big / 2})}), T(F32, {big / 2, big / 2})));
+  EXPECT_TRUE(isType(infer(OpKind::Neg, {T(U8, {big / 2, big / 2})}), T(U8, {big / 2, big / 2})));
   EXPECT_TRUE(isError(infer(OpKind::Neg, {T(F32, {big, big})}), "shape", {"'neg'", "2^62"}));
   EXPECT_TRUE(
       isError(infer(OpKind::Expand, {T(F32, {1})}, {L("shape", {big, big})}), "shape", {"2^62"}));
@@ -637,6 +637,25 @@ TEST(ShapeRules, ElementCountsBeyond2To62AreRejected) {
       isError(infer(OpKind::Flatten, {T(F32, {big, big, 0})}, {I("end", 1)}), "shape", {"2^62"}));
   EXPECT_TRUE(
       isError(infer(OpKind::Reshape, {T(F32, {big, big})}, {L("shape", {-1})}), "shape", {"2^62"}));
+}
+
+// A result the saved executable could not hold is refused here, where it is made (typeLimitError):
+// 2^63 bytes or more, zero dims counted as 1, or more than 64 dims.
+TEST(ShapeRules, ResultsBeyondTheTypeLimitAreRejected) {
+  const int64_t huge = int64_t{1} << 62;
+  EXPECT_TRUE(isError(infer(OpKind::Expand, {T(F32, {0, 1})}, {L("shape", {0, huge})}), "shape",
+                      {"'expand' result f32[0,4611686018427387904] takes 2^63 bytes or more "
+                       "(zero dims counted as 1)"}));
+  EXPECT_TRUE(isError(infer(OpKind::Reshape, {T(F32, {0})}, {L("shape", {0, huge, 4})}), "shape",
+                      {"'reshape' result", "2^63 bytes"}));
+  EXPECT_TRUE(isError(infer(OpKind::Expand, {T(F64, {1})}, {L("shape", {int64_t{1} << 60})}),
+                      "shape", {"2^63 bytes"}));
+  EXPECT_TRUE(isType(infer(OpKind::Expand, {T(F32, {0, 1})}, {L("shape", {0, huge / 8})}),
+                     T(F32, {0, huge / 8})));
+  EXPECT_TRUE(isType(infer(OpKind::Unsqueeze, {T(F32, Shape(63, 1))}, {L("axes", {0})}),
+                     T(F32, Shape(64, 1))));
+  EXPECT_TRUE(isError(infer(OpKind::Unsqueeze, {T(F32, Shape(64, 1))}, {L("axes", {0})}), "shape",
+                      {"'unsqueeze' result", "has 65 dims, at most 64"}));
 }
 
 // Every op with extreme attribute values and odd shapes: a type or a coded error, never a crash

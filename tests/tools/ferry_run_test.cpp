@@ -302,6 +302,45 @@ TEST_F(FerryRun, ArtifactRunsLikeItsModel) {
   EXPECT_TRUE(contains(cut.err, truncated)) << cut.err;
 }
 
+// What ferry-compile writes, ferry-run loads: an empty tensor with a huge dim beside its zero
+// compiles and runs; one whose dims (zero counted as 1) come to 2^63 bytes or more, or that has
+// more than 64 dims, is refused by ferry-compile at the node that makes it, where the loader
+// would have refused the file.
+TEST_F(FerryRun, WhatFerryCompileWritesLoads) {
+  std::string ones64 = "1";
+  for (int i = 1; i < 64; ++i) ones64 += ",1";
+  struct Case {
+    std::string input, node;
+    bool compiles;
+  };
+  const Case cases[] = {
+      {"f32[0,10000000000000]", "relu(%x)", true},
+      {"f32[0,1]", "expand(%x, shape=[0,1099511627776])", true},
+      {"f32[" + ones64 + "]", "relu(%x)", true},
+      {"f32[0]", "reshape(%x, shape=[0,4611686018427387904,4])", false},
+      {"f32[0,1]", "expand(%x, shape=[0,4611686018427387904])", false},
+      {"f64[1]", "expand(%x, shape=[1152921504606846976])", false},
+      {"f32[" + ones64 + "]", "unsqueeze(%x, axes=[0])", false},
+  };
+  for (const Case &c : cases) {
+    const std::string model = write("g.fy", "graph g {\n  input %x : " + c.input +
+                                                " @cpu\n  %y = " + c.node + "\n  output %y\n}\n");
+    fs::remove(path("g.ferry"));
+    Result compiled = runTool(FERRY_COMPILE,
+                              shellQuote(model) + " --emit none -o " + shellQuote(path("g.ferry")));
+    if (!c.compiles) {
+      EXPECT_EQ(compiled.exit, 1) << c.node << ": " << compiled.err;
+      EXPECT_TRUE(contains(compiled.err, model + ":3:8: error: '")) << compiled.err;
+      EXPECT_FALSE(fs::exists(path("g.ferry"))) << c.node;
+      continue;
+    }
+    ASSERT_EQ(compiled.exit, 0) << c.node << ": " << compiled.err;
+    Result ran = run(shellQuote(path("g.ferry")) + " --random-inputs");
+    EXPECT_EQ(ran.exit, 0) << c.node << ": " << ran.err;
+    EXPECT_TRUE(contains(ran.out, "output y: " + c.input.substr(0, 3))) << ran.out;
+  }
+}
+
 // The magic alone says "artifact": any file that starts with it goes to the loader, anything
 // else to the .fy parser, which points at the bytes it cannot read.
 TEST_F(FerryRun, AnArtifactIsToldByItsMagicAlone) {

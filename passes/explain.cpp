@@ -223,13 +223,34 @@ std::vector<std::string> alignColumns(const std::vector<std::vector<std::string>
 
 std::string explainDevice(const Graph &g, ValueId v) { return explainChain(g, v, step); }
 
+namespace {
+
+// The value `hops` steps along `next` from every value (-1 past a chain's end), by doubling: about
+// log2(hops) passes over the values instead of a walk of `hops` steps from each.
+std::vector<ValueId> hopsAlong(const std::vector<ValueId> &next, size_t hops) {
+  const size_t n = next.size();
+  std::vector<ValueId> at(n), jump = next, twice(n);
+  for (size_t v = 0; v < n; ++v) at[v] = static_cast<ValueId>(v);
+  for (; hops > 0; hops >>= 1) {
+    if (hops & 1)
+      for (ValueId &a : at)
+        if (a >= 0) a = jump[static_cast<size_t>(a)];
+    if (hops == 1) break;
+    for (size_t v = 0; v < n; ++v) twice[v] = jump[v] < 0 ? -1 : jump[static_cast<size_t>(jump[v])];
+    jump.swap(twice);
+  }
+  return at;
+}
+
+}  // namespace
+
 std::vector<std::string> explainDevices(const Graph &g) {
   const size_t n = g.valueCount();
   std::vector<ValueId> next(n, -1);
   for (size_t v = 0; v < n; ++v) step(g, static_cast<ValueId>(v), next[v], /*text=*/false);
   // Each chain's length and the value where its last kTail steps start, from the far end of the
   // chain back, so a value's come from the next one's. Values on a cycle (a hand-edited graph)
-  // or on a chain too long to show whole are explained one by one, as explainDevice does.
+  // or on a chain longer than kMaxSteps are `alone`: explainDevice cuts their chains (below).
   std::vector<size_t> length(n, 0);
   std::vector<ValueId> tail(n, -1);
   std::vector<uint8_t> state(n, 0);  // 0 not seen, 1 on the current path, 2 done
@@ -252,16 +273,28 @@ std::vector<std::string> explainDevices(const Graph &g) {
     }
     path.clear();
   }
+  // A value on a cycle, or on a chain longer than kMaxSteps, has the text explainDevice gives a
+  // chain it cuts at kMaxSteps: its first kHead steps, then the kTail steps before the cut, found
+  // by hopsAlong (walking kMaxSteps steps from each such value made a 100k-node chain take 15 s).
+  std::vector<ValueId> beforeCut;
   std::vector<std::string> out(n);
   for (size_t i = 0; i < n; ++i) {
     const ValueId v = static_cast<ValueId>(i);
+    std::string &s = out[i];
+    ValueId ignored;
     if (alone[i]) {
-      out[i] = explainDevice(g, v);
+      if (beforeCut.empty()) beforeCut = hopsAlong(next, kMaxSteps - kTail);
+      ValueId at = v;
+      for (size_t k = 0; k < kHead; ++k, at = next[at])
+        s += (k ? " <- " : "") + step(g, at, ignored, /*text=*/true);
+      s += " <- ... (" + std::to_string(kMaxSteps - kHead - kTail) + "+ more)";
+      at = beforeCut[i];
+      for (size_t k = 0; k < kTail; ++k, at = next[at])
+        s += " <- " + step(g, at, ignored, /*text=*/true);
       continue;
     }
-    std::string &s = out[i];
     const bool cut = length[i] > kHead + kTail + 1;
-    ValueId at = v, ignored;
+    ValueId at = v;
     for (size_t k = 0; at >= 0 && (!cut || k < kHead); ++k, at = next[at])
       s += (k ? " <- " : "") + step(g, at, ignored, /*text=*/true);
     if (!cut) continue;

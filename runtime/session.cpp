@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 
 namespace ferry {
 
@@ -22,12 +24,19 @@ double seconds(Clock::time_point from, Clock::time_point to) {
 
 double secondsSince(Clock::time_point t) { return seconds(t, Clock::now()); }
 
-std::string names(const Executable &exe, const std::vector<int32_t> &slots) {
+// "'x', 'b'": the names of `slots`, the first `atMost` of them and how many more.
+std::string names(const Executable &exe, const std::vector<int32_t> &slots,
+                  size_t atMost = SIZE_MAX) {
   std::string s;
-  for (int32_t id : slots)
-    s += (s.empty() ? "'" : ", '") + exe.slots[static_cast<size_t>(id)].name + "'";
+  for (size_t i = 0; i < slots.size() && i < atMost; ++i)
+    s += (s.empty() ? "'" : ", '") + exe.slots[static_cast<size_t>(slots[i])].name + "'";
+  if (slots.size() > atMost) s += " and " + std::to_string(slots.size() - atMost) + " more";
   return s.empty() ? "none" : s;
 }
+
+// How many of the model's inputs an unknown input's error lists: every such error listing them
+// all made the errors of a run with many wrong names grow with the square of the inputs.
+constexpr size_t kInputsListed = 10;
 
 // The devices of `exe` by kind: how many each kind's backend must drive (the highest index + 1).
 std::map<DeviceKind, int> devicesByKind(const Executable &exe) {
@@ -50,6 +59,9 @@ struct Session::State {
   // and once released: nothing a run reads).
   std::vector<std::byte *> held;
   std::vector<int32_t> workspaceOfSlot;  // index into exe.workspaces, -1 for weights and loaded
+  // Input slots by name (views of exe's slot names), so that a run matches each given input in
+  // constant time; a name listed twice keeps its first slot, as Executable::findInput does.
+  std::unordered_map<std::string_view, int32_t> inputSlot;
   LoadStats loadStats;
   std::vector<size_t> argStart;  // per step: its operands' first entry in a workspace's table
 
@@ -324,6 +336,8 @@ Expected<Session> Session::create(Executable exe, Options options) {
         st->workspaceOfSlot[s] = static_cast<int32_t>(w);
   }
   for (const Workspace &w : plan.workspaces) st->workspaceBytes += w.bytes;
+  st->inputSlot.reserve(plan.inputs.size());
+  for (int32_t s : plan.inputs) st->inputSlot.emplace(plan.slots[static_cast<size_t>(s)].name, s);
 
   // Kernels: each step's plan prepared once by its device's runtime.
   size_t args = 0;
@@ -455,13 +469,14 @@ Status Session::State::checkInputs(const std::vector<NamedTensor> &given,
                                    std::vector<const Tensor *> &bySlot, RunStats &stats) const {
   DiagnosticEngine diags;
   for (const NamedTensor &in : given) {
-    const int32_t slot = exe.findInput(in.name);
-    if (slot < 0) {
+    const auto found = inputSlot.find(in.name);
+    if (found == inputSlot.end()) {
       diags.error("input", {},
                   "unknown input '" + in.name + "': the model's inputs are " +
-                      names(exe, exe.inputs));
+                      names(exe, exe.inputs, kInputsListed));
       continue;
     }
+    const int32_t slot = found->second;
     const Slot &s = exe.slots[static_cast<size_t>(slot)];
     if (bySlot[static_cast<size_t>(slot)]) {
       diags.error("input", {}, "input '" + in.name + "' is given twice");

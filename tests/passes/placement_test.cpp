@@ -750,6 +750,26 @@ void expectAllExplainedAlike(const Graph &g) {
         << "%" << g.value(static_cast<ValueId>(v)).name;
 }
 
+// A chain longer than explainDevice's bound (65536 steps) is cut there, with a "+" on the count;
+// explainDevices finds the steps before the cut without walking the chain from every value.
+TEST(Explain, AllValuesAtOnceMatchOneByOneBeyondTheBound) {
+  const int length = 70000;
+  std::string src = "graph g {\n  input %x : f32[4] @cpu\n  %r0 = relu(%x)\n";
+  for (int i = 1; i < length; ++i)
+    src += "  %r" + std::to_string(i) + " = relu(%r" + std::to_string(i - 1) + ")\n";
+  src += "  output %r" + std::to_string(length - 1) + "\n}\n";
+  CompileResult r = place(src, options(kStrict));
+  ASSERT_TRUE(r.ok());
+  const std::vector<std::string> all = explainDevices(r.graph);
+  ASSERT_EQ(all.size(), r.graph.valueCount());
+  for (int i : {length - 1, length - 2, 65540, 65536, 65535, 65534, 65530, 100, 0}) {
+    const ValueId v = id(r.graph, "r" + std::to_string(i));
+    EXPECT_EQ(all[static_cast<size_t>(v)], explainDevice(r.graph, v)) << "%r" << i;
+  }
+  EXPECT_NE(all[static_cast<size_t>(id(r.graph, "r69999"))].find("(65529+ more)"),
+            std::string::npos);
+}
+
 TEST(Explain, AllValuesAtOnceMatchOneByOne) {
   for (int length : {1, 6, 7, 8, 9, 30}) {  // around the cut: 4 head + 3 tail steps
     std::string src = "graph g {\n  input %x : f32[4] @cuda:0\n";

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "passes/explain.h"
@@ -152,14 +153,13 @@ class DotWriter {
         for (ValueId o : n.operands) edge(o, "n" + std::to_string(id));
       } else if (chains_[static_cast<size_t>(chain)].front() == id) {
         // What the chain reads from outside it, one edge per value.
-        std::vector<ValueId> drawn;
+        std::unordered_set<ValueId> drawn;  // a chain may read thousands of values
         for (NodeId member : chains_[static_cast<size_t>(chain)])
           for (ValueId o : g_.node(member).operands) {
             const Node *p = g_.producer(o);
             if ((p != nullptr && chainOf_[static_cast<size_t>(p->id)] == chain) ||
-                std::find(drawn.begin(), drawn.end(), o) != drawn.end())
+                !drawn.insert(o).second)
               continue;
-            drawn.push_back(o);
             edge(o, idOf(g_.node(chains_[static_cast<size_t>(chain)].back()).result));
           }
       }

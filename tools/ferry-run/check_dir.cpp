@@ -8,6 +8,8 @@
 #include <map>
 #include <ostream>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 
 #include "tools/common/compile_flags.h"
 #include "tools/ferry-run/tensor_file.h"
@@ -82,10 +84,12 @@ std::vector<size_t> assign(const std::vector<DataFile> &files,
                            std::string &why) {
   std::vector<size_t> slot(files.size());
   std::vector<int> taker(names.size(), -1);
+  std::unordered_map<std::string_view, size_t> byName;  // a name listed twice: its last place
+  for (size_t j = 0; j < names.size(); ++j) byName[names[j]] = j;
   for (size_t k = 0; k < files.size(); ++k) {
     size_t i = k;
-    for (size_t j = 0; j < names.size(); ++j)
-      if (!files[k].name.empty() && names[j] == files[k].name) i = j;
+    if (auto named = byName.find(files[k].name); !files[k].name.empty() && named != byName.end())
+      i = named->second;
     if (taker[i] >= 0) {
       const DataFile &other = files[static_cast<size_t>(taker[i])];
       why = other.file + " and " + files[k].file + " both give " + kind + " '" + names[i] +

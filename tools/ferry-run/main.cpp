@@ -35,6 +35,9 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -170,6 +173,7 @@ Status checkFlags(const Options &o, Plan &p) {
   FERRY_TRY(parseShapeFlags(o.shapes, p.load.onnx.inputShapes));
   FERRY_TRY(checkShapesApply(o.shapes, o.model));
   p.load.onnx.inputDevice = onnxInputDevice(p.compile);
+  std::unordered_set<std::string> given;
   for (const std::string &spec : o.inputs) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos)
@@ -177,8 +181,8 @@ Status checkFlags(const Options &o, Plan &p) {
     std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
     if (name.empty()) return flagError("--input", "no input name before '=' in '" + spec + "'");
     if (file.empty()) return flagError("--input " + name, "no file after '='");
-    for (const InputFile &seen : p.inputs)
-      if (seen.name == name) return flagError("--input", "input '" + name + "' is given twice");
+    if (!given.insert(name).second)
+      return flagError("--input", "input '" + name + "' is given twice");
     if (std::string why = unreadableReason(file); !why.empty())
       return flagError("--input " + name, "cannot read '" + file + "': " + why);
     Expected<Tensor> t = readTensorFile(file);
@@ -279,15 +283,18 @@ std::variant<std::vector<NamedTensor>, int> gatherInputs(const Executable &exe, 
                 << "  (from " << (fs::path(p.testData->dir) / files[i]).string() << ")\n";
     return std::move(matched).value();
   }
-  auto frozen = [&](const std::string &name) {
-    return std::find(p.frozenInputs.begin(), p.frozenInputs.end(), name) != p.frozenInputs.end();
-  };
+  // By name, so that matching stays linear in the inputs.
+  const std::unordered_set<std::string_view> frozen(p.frozenInputs.begin(), p.frozenInputs.end());
+  std::unordered_set<std::string_view> declared;
+  for (int32_t id : exe.inputs) declared.insert(exe.slots[static_cast<size_t>(id)].name);
+  std::unordered_map<std::string_view, const InputFile *> byName;
+  for (const InputFile &in : p.inputs) byName.emplace(in.name, &in);
   for (const InputFile &in : p.inputs)
-    if (frozen(in.name))
+    if (frozen.contains(in.name))
       std::cout << "input  " << in.name << " fixed at import (a node needs its value for a shape)"
                 << "  (from " << in.file << ")\n";
   for (const InputFile &in : p.inputs)
-    if (!frozen(in.name) && exe.findInput(in.name) < 0)
+    if (!frozen.contains(in.name) && !declared.contains(in.name))
       return report.usage("--input " + in.name + ": the model has no input '" + in.name +
                           "'; its inputs: " + inputList(exe));
   std::vector<NamedTensor> inputs;
@@ -295,11 +302,9 @@ std::variant<std::vector<NamedTensor>, int> gatherInputs(const Executable &exe, 
   for (size_t i = 0; i < exe.inputs.size(); ++i) {
     const Slot &slot = exe.slots[static_cast<size_t>(exe.inputs[i])];
     std::string source;
-    auto given = std::find_if(p.inputs.begin(), p.inputs.end(),
-                              [&](const InputFile &in) { return in.name == slot.name; });
-    if (given != p.inputs.end()) {
-      inputs.push_back({slot.name, given->tensor});
-      source = "from " + given->file;
+    if (auto given = byName.find(slot.name); given != byName.end()) {
+      inputs.push_back({slot.name, given->second->tensor});
+      source = "from " + given->second->file;
     } else if (p.randomSeed) {
       // Each input its own seed, so that two inputs of one type differ.
       const uint64_t seed = static_cast<uint64_t>(*p.randomSeed) + i;
@@ -329,16 +334,26 @@ std::variant<std::vector<NamedTensor>, int> gatherInputs(const Executable &exe, 
 
 // A file name for output `name`: characters other than letters, digits, '_', '-' and '.' (a '/'
 // of an imported name, say) become '_', as does a leading '.'; a name taken by an earlier output
-// gets a suffix.
-std::string outputFileName(const std::string &name, std::vector<std::string> &taken) {
+// gets a suffix, the smallest from 2 up that is free.
+struct FileNames {
+  std::unordered_set<std::string> taken;
+  // Per base name, the suffix to try first: the ones below it were taken when it was last
+  // given out, and taken names stay taken, so that n outputs of one base cost n lookups, not n^2.
+  std::unordered_map<std::string, int> nextSuffix;
+};
+
+std::string outputFileName(const std::string &name, FileNames &names) {
   std::string base = name.empty() ? "_" : name;
   for (char &c : base)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
   if (base[0] == '.') base[0] = '_';
   std::string file = base;
-  for (int k = 2; std::find(taken.begin(), taken.end(), file) != taken.end(); ++k)
-    file = base + "_" + std::to_string(k);
-  taken.push_back(file);
+  if (names.taken.contains(file)) {
+    int &k = names.nextSuffix.try_emplace(base, 2).first->second;
+    do file = base + "_" + std::to_string(k++);
+    while (names.taken.contains(file));
+  }
+  names.taken.insert(file);
   return file + ".npy";
 }
 
@@ -346,7 +361,7 @@ int writeOutputs(const std::vector<NamedTensor> &outputs, const std::string &dir
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return report.usage("--output-dir: cannot create '" + dir + "': " + ec.message());
-  std::vector<std::string> taken;
+  FileNames taken;
   for (const NamedTensor &o : outputs) {
     const std::string path = (fs::path(dir) / outputFileName(o.name, taken)).string();
     if (Status s = o.tensor.writeNpy(path); !s.ok())

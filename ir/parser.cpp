@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <new>
 
 #include "ir/literal.h"
 #include "ir/parser_impl.h"
@@ -321,14 +322,22 @@ bool Parser::param() {
   std::string what = "param " + valueRefText(name->str);
   std::optional<TensorData> data;
   if (!withinLimit(*t, init.col, what)) return false;
-  switch (initializer.kind) {
-    case Initializer::Kind::Zeros: data = TensorData::zeros(t->dtype, t->shape); break;
-    case Initializer::Kind::Ones: data = TensorData::full(t->dtype, t->shape, 1.0); break;
-    case Initializer::Kind::Randn:
-      data = TensorData::randn(t->dtype, t->shape, initializer.seed);
-      break;
-    case Initializer::Kind::Npy: data = loadNpy(*pathTok, *t, what); break;
-    case Initializer::Kind::Data: data = tensor(*t, elems, init.col, what); break;
+  try {
+    switch (initializer.kind) {
+      case Initializer::Kind::Zeros: data = TensorData::zeros(t->dtype, t->shape); break;
+      case Initializer::Kind::Ones: data = TensorData::full(t->dtype, t->shape, 1.0); break;
+      case Initializer::Kind::Randn:
+        data = TensorData::randn(t->dtype, t->shape, initializer.seed);
+        break;
+      case Initializer::Kind::Npy: data = loadNpy(*pathTok, *t, what); break;
+      case Initializer::Kind::Data: data = tensor(*t, elems, init.col, what); break;
+    }
+  } catch (const std::bad_alloc &) {
+    // Within maxParamBytes, but more than the host has: an error, never an abort.
+    error("memory", init.col,
+          "out of memory: " + what + " (" + t->str() + ") needs " +
+              std::to_string(t->byteSize()) + " bytes, which the host could not allocate");
+    return false;
   }
   if (!data) return false;
   graph_.addParam(name->str, std::move(*data), std::move(initializer), p.device,

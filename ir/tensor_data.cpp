@@ -9,7 +9,9 @@
 #include <immintrin.h>
 #endif
 #include <limits>
+#include <new>
 #include <numbers>
+#include <stdexcept>
 
 #include "ir/status.h"
 
@@ -285,6 +287,35 @@ TensorData TensorData::fromDoubles(DType dtype, Shape shape, std::span<const dou
       << values.size() << " values for " << t.type().str();
   for (int64_t i = 0; i < t.numel(); ++i) t.set(i, values[i]);
   return t;
+}
+
+Status TensorData::outOfMemory(const TensorType &type, std::string_view what) {
+  return makeError("memory", "out of memory: " + std::string(what) + " (" + type.str() +
+                                 ") needs " + std::to_string(type.byteSize()) +
+                                 " bytes, which the host could not allocate");
+}
+
+Expected<TensorData> TensorData::allocate(DType dtype, Shape shape, std::string_view what) {
+  TensorType type{dtype, shape};
+  try {
+    return TensorData(dtype, std::move(shape));
+  } catch (const std::bad_alloc &) {
+    return outOfMemory(type, what);
+  } catch (const std::length_error &) {
+    return outOfMemory(type, what);
+  }
+}
+
+Expected<TensorData> TensorData::allocateRandn(DType dtype, Shape shape, uint64_t seed,
+                                               std::string_view what) {
+  TensorType type{dtype, shape};
+  try {
+    return randn(dtype, std::move(shape), seed);
+  } catch (const std::bad_alloc &) {
+    return outOfMemory(type, what);
+  } catch (const std::length_error &) {
+    return outOfMemory(type, what);
+  }
 }
 
 TensorData TensorData::randn(DType dtype, Shape shape, uint64_t seed) {

@@ -4,8 +4,10 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
+#include "ir/status.h"
 #include "ir/types.h"
 
 namespace ferry {
@@ -19,6 +21,16 @@ class TensorData {
   TensorData(DType dtype, Shape shape);
 
   static TensorData zeros(DType dtype, Shape shape) { return TensorData(dtype, std::move(shape)); }
+  /// Zero-filled, or, when the host cannot allocate it, an error (code "memory") that names
+  /// `what` ("output 'y'"), the type and the bytes: for every tensor whose size a model or a file
+  /// chose, so that running out of memory is an error and never an abort.
+  static Expected<TensorData> allocate(DType dtype, Shape shape, std::string_view what);
+  /// allocate()'s error for `type`, for a caller that catches std::bad_alloc itself (and so
+  /// builds `what` only when it is needed: Session::run allocates nothing else per output).
+  static Status outOfMemory(const TensorType &type, std::string_view what);
+  /// randn(), allocated as allocate() is.
+  static Expected<TensorData> allocateRandn(DType dtype, Shape shape, uint64_t seed,
+                                            std::string_view what);
   static TensorData full(DType dtype, Shape shape, double value);
   /// Each value converted to `dtype` as `storeDouble` does; values.size() must equal numel.
   static TensorData fromDoubles(DType dtype, Shape shape, std::span<const double> values);

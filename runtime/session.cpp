@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <new>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -607,7 +609,14 @@ Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,
 
   for (int32_t slot : exe.outputs) {
     const Slot &s = exe.slots[static_cast<size_t>(slot)];
-    TensorData data(s.type.dtype, s.type.shape);
+    std::optional<TensorData> made;
+    try {
+      made.emplace(s.type.dtype, s.type.shape);
+    } catch (const std::bad_alloc &) {
+      // The session stays usable: this run's workspace goes back to the pool as it returns.
+      return TensorData::outOfMemory(s.type, "run of '" + exe.name + "': output '" + s.name + "'");
+    }
+    TensorData data = std::move(*made);
     FERRY_TRY(st.runtimeOfSlot[static_cast<size_t>(slot)]->download(
         s.device, st.address(ws, slot), data.mutableBytes().data(), data.byteSize(),
         Stream{nullptr, s.device}));

@@ -339,3 +339,25 @@ TEST(Parser, EveryOpHasItsNameInTheTable) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry {
+namespace {
+
+// A param within maxParamBytes but beyond what the host can hold is an error at its
+// initializer, not an abort (4 PB: past x86-64's address space).
+TEST(Parser, AParamTheHostCannotHoldIsAnError) {
+  Expected<Graph> g =
+      parseGraph("graph g {\n  param %w : f32[1000000,1000000,1000] = zeros\n  output %w\n}\n",
+                 "big.fy", {.maxParamBytes = int64_t{1} << 62});
+  ASSERT_FALSE(g.ok());
+  const Diagnostic &d = g.status().diagnostics()[0];
+  EXPECT_EQ(d.code, "memory");
+  EXPECT_EQ(d.loc.str(), "big.fy:2:42");  // the initializer
+  EXPECT_NE(d.message.find("out of memory: param %w (f32[1000000,1000000,1000]) needs "
+                           "4000000000000000 bytes"),
+            std::string::npos)
+      << d.message;
+}
+
+}  // namespace
+}  // namespace ferry

@@ -151,3 +151,25 @@ TEST(TensorData, RandnIsDeterministicPerSeedAndStandardNormal) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry {
+namespace {
+
+// Tensors a model or a file sizes: allocate() and allocateRandn() give an error that names what,
+// the type and the bytes when the host cannot hold them (4 PB: past x86-64's address space).
+TEST(TensorData, AllocationsTheHostCannotHoldAreErrors) {
+  const Shape huge{1000000, 1000000, 1000};
+  Expected<TensorData> t = TensorData::allocate(DType::F32, huge, "output 'y'");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().diagnostics()[0].code, "memory");
+  EXPECT_EQ(t.status().diagnostics()[0].message,
+            "out of memory: output 'y' (f32[1000000,1000000,1000]) needs 4000000000000000 bytes, "
+            "which the host could not allocate");
+  EXPECT_FALSE(TensorData::allocateRandn(DType::F16, huge, 1, "input 'x'").ok());
+  Expected<TensorData> small = TensorData::allocateRandn(DType::F32, {2, 3}, 7, "input 'x'");
+  ASSERT_TRUE(small.ok());
+  EXPECT_TRUE(*small == TensorData::randn(DType::F32, {2, 3}, 7));
+}
+
+}  // namespace
+}  // namespace ferry

@@ -866,3 +866,28 @@ TEST_F(FerryRun, ATraceOfANameThatIsNotUtf8IsValidJson) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry {
+namespace {
+
+// An input the model declares larger than the host can hold (4 PB, past x86-64's address space,
+// so no machine allocates it): --random-inputs reports it, naming the input, its type and the
+// bytes, and exits 1. It ended the process with std::bad_alloc (exit 134) before.
+TEST_F(FerryRun, RandomInputsTheHostCannotHoldAreAnError) {
+  const std::string model = write("big.fy", R"(graph big {
+  input %x : f32[1000000,1000000,1000]
+  %y = relu(%x)
+  output %y
+}
+)");
+  // Sanitizer builds: a huge request returns null (std::bad_alloc) instead of ASan's report.
+  const Result r = run(shellQuote(model) + " --random-inputs", "ASAN_OPTIONS=allocator_may_return_null=1");
+  EXPECT_EQ(r.exit, 1) << r.err;
+  EXPECT_NE(r.err.find("out of memory: random input 'x' (f32[1000000,1000000,1000]) needs "
+                       "4000000000000000 bytes, which the host could not allocate [memory]"),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace ferry

@@ -308,13 +308,19 @@ std::variant<std::vector<NamedTensor>, int> gatherInputs(const Executable &exe, 
     } else if (p.randomSeed) {
       // Each input its own seed, so that two inputs of one type differ.
       const uint64_t seed = static_cast<uint64_t>(*p.randomSeed) + i;
-      if (isFloating(slot.type.dtype)) {
-        inputs.push_back({slot.name, TensorData::randn(slot.type.dtype, slot.type.shape, seed)});
-        source = "random, randn(seed=" + std::to_string(seed) + ")";
-      } else {
-        inputs.push_back({slot.name, Tensor::zeros(slot.type.dtype, slot.type.shape)});
-        source = "random, zeros (not a floating-point input)";
+      // The model sizes these: a host that cannot hold one is an error, not an abort.
+      const std::string what = "random input '" + slot.name + "'";
+      Expected<TensorData> made =
+          isFloating(slot.type.dtype)
+              ? TensorData::allocateRandn(slot.type.dtype, slot.type.shape, seed, what)
+              : TensorData::allocate(slot.type.dtype, slot.type.shape, what);
+      if (!made) {
+        printDiagnostics(report, made.status().diagnostics());
+        return kFailed;
       }
+      inputs.push_back({slot.name, Tensor(std::move(made).value())});
+      source = isFloating(slot.type.dtype) ? "random, randn(seed=" + std::to_string(seed) + ")"
+                                           : "random, zeros (not a floating-point input)";
     } else {
       missing.push_back("'" + slot.name + "'");
       continue;

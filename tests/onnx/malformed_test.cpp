@@ -15,14 +15,7 @@ namespace {
 
 /// The import's error messages (each with its location), joined by newlines; "" when it passes.
 std::string errors(const Model &m, const OnnxImportOptions &o = {}, const std::string &dir = "") {
-  Expected<Graph> g = m.import(o, dir);
-  if (g.ok()) return "";
-  std::string s;
-  for (const Diagnostic &d : g.status().diagnostics()) {
-    s += d.loc.str() + ": " + d.message + "\n";
-    for (const Note &n : d.notes) s += "  note: " + n.message + "\n";
-  }
-  return s;
+  return m.importErrors(o, dir);
 }
 
 int errorCount(const Model &m, const OnnxImportOptions &o = {}) {

@@ -83,6 +83,18 @@ Expected<Graph> Model::import(const OnnxImportOptions &options, const std::strin
   return importOnnx(std::as_bytes(std::span(b)), "model.onnx", baseDir, options);
 }
 
+std::string Model::importErrors(const OnnxImportOptions &options,
+                                const std::string &baseDir) const {
+  Expected<Graph> g = import(options, baseDir);
+  if (g.ok()) return "";
+  std::string s;
+  for (const Diagnostic &d : g.status().diagnostics()) {
+    s += d.loc.str() + ": " + d.message + "\n";
+    for (const Note &n : d.notes) s += "  note: " + n.message + "\n";
+  }
+  return s;
+}
+
 static onnx::AttributeProto &add(onnx::NodeProto &n, const std::string &name,
                                  onnx::AttributeProto::AttributeType type) {
   auto *a = n.add_attribute();

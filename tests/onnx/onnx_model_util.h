@@ -47,6 +47,10 @@ class Model {
   /// `baseDir` is given).
   Expected<Graph> import(const OnnxImportOptions &options = {},
                          const std::string &baseDir = "") const;
+  /// The import's error messages, each after its location and with its notes, one a line; ""
+  /// when the model imports.
+  std::string importErrors(const OnnxImportOptions &options = {},
+                           const std::string &baseDir = "") const;
 
  private:
   onnx::ModelProto model_;

@@ -27,16 +27,7 @@ inline Graph importOk(const Model &m, const OnnxImportOptions &o = {}) {
 }
 
 /// The import's error messages with their locations, one a line; "" when it succeeds.
-inline std::string importErrors(const Model &m) {
-  Expected<Graph> g = m.import();
-  if (g.ok()) return "";
-  std::string s;
-  for (const Diagnostic &d : g.status().diagnostics()) {
-    s += d.loc.str() + ": " + d.message + "\n";
-    for (const Note &n : d.notes) s += "  note: " + n.message + "\n";
-  }
-  return s;
-}
+inline std::string importErrors(const Model &m) { return m.importErrors(); }
 
 /// The outputs of a cpu Session, or none after a failure (reported).
 inline std::vector<TensorData> runOnCpu(const Graph &g,

@@ -18,6 +18,7 @@
 #include "passes/lower.h"
 #include "runtime/artifact.h"
 #include "runtime/executable.h"
+#include "runtime/small_mlp.h"
 
 // The largest single allocation made while `tTrackAllocations` is set, to show that a hostile
 // file cannot make the loader allocate more than the file's own size suggests. Replacing the
@@ -73,22 +74,8 @@ Executable example(const std::string &name) {
   return built(parseFile(std::string(FERRY_SOURCE_DIR) + "/examples/" + name));
 }
 
-// The targeted hostile-byte tests below know this graph's layout; examples/ may change.
-constexpr std::string_view kMlp = R"(graph mlp {
-  input %x : f32[4,16] @cpu
-  param %fc1.weight : f32[8,16] = randn(seed=1)
-  param %fc1.bias : f32[8] = zeros
-  param %fc2.weight : f32[3,8] = randn(seed=2)
-  param %fc2.bias : f32[3] = zeros
-  %h = linear(%x, %fc1.weight, %fc1.bias)
-  %a = relu(%h)
-  %logits = linear(%a, %fc2.weight, %fc2.bias)
-  %probs = softmax(%logits, axis=-1)
-  output %probs
-}
-)";
 
-Executable mlp() { return built(parseGraph(kMlp, "mlp.fy")); }
+Executable mlp() { return built(parseGraph(kSmallMlp, "mlp.fy")); }
 
 // Two host devices: %h pinned to cpu:1 makes a transfer; the f16 input added to an f32 one makes
 // a cast (promote) or the linear computes in bf16 (autocast). Every attribute kind but tensor

@@ -13,6 +13,7 @@
 #include "passes/lower.h"
 #include "runtime/executable.h"
 #include "runtime/session.h"
+#include "runtime/small_mlp.h"
 
 namespace ferry {
 namespace {
@@ -48,22 +49,9 @@ bool has(const std::string &text, std::string_view part) {
   return text.find(part) != std::string::npos;
 }
 
-constexpr std::string_view kMlp = R"(graph mlp {
-  input %x : f32[4,16] @cpu
-  param %fc1.weight : f32[8,16] = randn(seed=1)
-  param %fc1.bias : f32[8] = zeros
-  param %fc2.weight : f32[3,8] = randn(seed=2)
-  param %fc2.bias : f32[3] = zeros
-  %h = linear(%x, %fc1.weight, %fc1.bias)
-  %a = relu(%h)
-  %logits = linear(%a, %fc2.weight, %fc2.bias)
-  %probs = softmax(%logits, axis=-1)
-  output %probs
-}
-)";
 
 Executable mlp() {
-  Expected<Graph> g = parseGraph(kMlp, "mlp.fy");
+  Expected<Graph> g = parseGraph(kSmallMlp, "mlp.fy");
   EXPECT_TRUE(g.ok()) << g.status().message();
   Expected<Executable> exe = build(std::move(g).value(), CompileOptions{});
   EXPECT_TRUE(exe.ok()) << exe.status().message();

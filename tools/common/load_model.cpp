@@ -6,8 +6,8 @@
 #include <optional>
 #include <string_view>
 
-#include "ir/npy.h"
 #include "tools/common/compile_flags.h"
+#include "tools/common/tensor_file.h"
 
 namespace ferry {
 
@@ -89,10 +89,9 @@ Status readInputValueFlags(const std::vector<std::string> &specs, const std::str
     if (name.empty()) return flagError(flag, "no input name before '=' in '" + spec + "'");
     if (file.empty()) return flagError(std::string(flag) + " " + name, "no file after '='");
     if (values.contains(name)) return flagError(flag, "input '" + name + "' is given twice");
-    const bool pb = file.size() >= 3 && (file.ends_with(".pb") || file.ends_with(".PB"));
-    Expected<TensorData> data = pb ? readTensorProtoFile(file) : readNpy(file);
+    Expected<Tensor> data = readTensorFile(file);
     if (!data) return flagError(std::string(flag) + " " + name, oneLine(data.status()));
-    values.emplace(std::move(name), std::move(data).value());
+    values.emplace(std::move(name), data->data());
   }
   return {};
 }

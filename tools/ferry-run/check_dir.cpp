@@ -12,7 +12,7 @@
 #include <unordered_map>
 
 #include "tools/common/compile_flags.h"
-#include "tools/ferry-run/tensor_file.h"
+#include "tools/common/tensor_file.h"
 
 namespace ferry {
 

@@ -52,7 +52,7 @@
 #include "tools/common/report.h"
 #include "tools/ferry-run/check_dir.h"
 #include "tools/ferry-run/report.h"
-#include "tools/ferry-run/tensor_file.h"
+#include "tools/common/tensor_file.h"
 #include "tools/ferry-run/trace.h"
 
 namespace ferry {

@@ -1,5 +1,5 @@
-// tools/ferry-run/tensor_file.cpp — reading a `.pb` or `.npy` tensor by its extension.
-#include "tools/ferry-run/tensor_file.h"
+// tools/common/tensor_file.cpp — reading a `.pb` or `.npy` tensor by its extension.
+#include "tools/common/tensor_file.h"
 
 #include "frontend/onnx/onnx_import.h"
 

@@ -1,5 +1,6 @@
-// tools/ferry-run/tensor_file.h — a tensor file as ferry-run reads inputs and expected outputs:
-// an ONNX TensorProto (`.pb`, any case) or NumPy's `.npy` (any other name).
+// tools/common/tensor_file.h — a tensor file as the tools read it (ferry-run's inputs and
+// expected outputs, ferry-compile's --input-value): an ONNX TensorProto (`.pb`, any case) or
+// NumPy's `.npy` (any other name).
 #pragma once
 
 #include <string>

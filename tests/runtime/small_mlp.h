@@ -1,0 +1,23 @@
+// tests/runtime/small_mlp.h — a small MLP as `.fy` text, whose saved layout the artifact tests
+// know byte by byte (examples/mlp.fy may change; this may not without those tests).
+#pragma once
+
+#include <string_view>
+
+namespace ferry {
+
+inline constexpr std::string_view kSmallMlp = R"(graph mlp {
+  input %x : f32[4,16] @cpu
+  param %fc1.weight : f32[8,16] = randn(seed=1)
+  param %fc1.bias : f32[8] = zeros
+  param %fc2.weight : f32[3,8] = randn(seed=2)
+  param %fc2.bias : f32[3] = zeros
+  %h = linear(%x, %fc1.weight, %fc1.bias)
+  %a = relu(%h)
+  %logits = linear(%a, %fc2.weight, %fc2.bias)
+  %probs = softmax(%logits, axis=-1)
+  output %probs
+}
+)";
+
+}  // namespace ferry

@@ -2,7 +2,7 @@
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: demo test build deps configure clean bench-peer bench-overhead
+.PHONY: demo test build deps configure clean bench-peer bench-overhead test-asan test-tsan configure-asan configure-tsan deps-clang
 
 # Compile the example (the annotated graph), run it on the CPU with seeded random inputs, and
 # draw it as SVG next to it.
@@ -43,8 +43,44 @@ bench-overhead: configure
 	@bash scripts/make-bench-venv.sh $(BENCH_VENV) onnx
 	$(BENCH_VENV)/bin/python bench/peer/overhead.py --bench $(BUILD)/bin/ferry-bench-overhead $(OVERHEAD_FLAGS)
 
+# The test suite under sanitizers, each in a build folder of its own (RELIABILITY.md, "6.
+# Sanitizers in CI"). test-asan: ASan and UBSan, built with clang so that the fuzz targets of
+# tests/fuzz are built too and each fuzzed for FERRY_FUZZ_SECONDS (fuzz.run.<kind>).
+# allocator_may_return_null: tests ask for petabytes and expect an error, not ASan's report.
+# test-tsan: ThreadSanitizer with g++; OpenBLAS is not instrumented and runs one thread inside
+# ferry's pool anyway (OPENBLAS_NUM_THREADS=1 keeps its own pool from starting), while ferry's
+# pool is checked. The benchmarks are not built: they are no tests.
+ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+SANITIZE_FLAGS = -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+test-asan: configure-asan
+	cmake --build $(ASAN_BUILD)
+	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ASAN_SYMBOLIZER_PATH=/usr/bin/llvm-symbolizer-$(CLANG) ctest --test-dir $(ASAN_BUILD) --output-on-failure -j 2
+
+test-tsan: configure-tsan
+	cmake --build $(TSAN_BUILD)
+	OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  ctest --test-dir $(TSAN_BUILD) --output-on-failure -j 2
+
+# scripts/fuzz.sh builds its targets in a folder configured the same way (build-fuzz/).
+configure-asan: deps-clang
+	@[ -f $(ASAN_BUILD)/build.ninja ] || cmake -S . -B $(ASAN_BUILD) -G Ninja \
+	  -DCMAKE_CXX_COMPILER=clang++-$(CLANG) -DFERRY_SANITIZE=address -DFERRY_WERROR=OFF $(SANITIZE_FLAGS)
+
+configure-tsan: deps
+	@[ -f $(TSAN_BUILD)/build.ninja ] || cmake -S . -B $(TSAN_BUILD) -G Ninja \
+	  -DFERRY_SANITIZE=thread $(SANITIZE_FLAGS)
+
 deps:
 	@bash scripts/install-deps.sh
 
+# clang with its sanitizer and libFuzzer runtimes, and llvm-symbolizer for the reports' lines;
+# only the sanitizer targets need them. Debian 12's default clang (14) lacks the builtin that
+# libstdc++ 12's std::source_location needs (the Builder's locations); 16 has it.
+CLANG ?= 16
+deps-clang: deps
+	@bash scripts/install-deps.sh clang-$(CLANG) libclang-rt-$(CLANG)-dev llvm-$(CLANG)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

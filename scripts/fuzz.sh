@@ -1,60 +1,52 @@
 #!/usr/bin/env bash
-# scripts/fuzz.sh [--no-roundtrip] [SECONDS [TARGET...]] — builds the libFuzzer targets in tests/fuzz with clang
-# (ASan + UBSan) and runs each for SECONDS (default 60): fy_parser_fuzz seeded with the examples,
-# npy_fuzz seeded with tests/fuzz/corpus/npy, onnx_import_fuzz seeded with the ONNX node cases and
-# exported models of tests/ (it links Debian's libonnx-dev and libprotobuf-dev,
-# scripts/install-deps.sh), and executable_fuzz (saved executables through the loader,
-# Session::create and one run; seeded with the examples compiled by build/bin/ferry-compile, or
-# $FERRY_BUILD/bin/ferry-compile). Each uses tests/fuzz/dict/<kind>.dict when there is one.
-# TARGETs pick some (e.g. `scripts/fuzz.sh 300 onnx_import_fuzz`). ctest replays every target's
-# seeds and regressions (fuzz.replay.<kind>), built with g++. Fuzzing is open-ended, not `make test`;
-# run it after touching a parser or the importer. Every input kept under tests/fuzz/regressions/
-# <kind>/ runs first: each is a crash found once and fixed since. New crashes land in build-fuzz/
+# scripts/fuzz.sh [--no-roundtrip] [SECONDS [TARGET...]] — builds the libFuzzer targets of
+# tests/fuzz with clang (ASan + UBSan, through CMake, in build-fuzz/) and runs each for SECONDS
+# (default 60): fy_parser_fuzz seeded with the examples, npy_fuzz seeded with tests/fuzz/corpus/npy,
+# onnx_import_fuzz seeded with the ONNX node cases and exported models of tests/ (it links Debian's
+# libonnx-dev and libprotobuf-dev, scripts/install-deps.sh), and executable_fuzz (saved executables
+# through the loader, Session::create and one run; seeded with the examples compiled by the same
+# build's ferry-compile, or $FERRY_BUILD/bin/ferry-compile). Each uses tests/fuzz/dict/<kind>.dict
+# when there is one. TARGETs pick some (e.g. `scripts/fuzz.sh 300 onnx_import_fuzz`). ctest
+# replays every target's seeds and regressions (fuzz.replay.<kind>) in every build, and
+# `make test-asan` fuzzes each target for 20 s (fuzz.run.<kind>); longer fuzzing is this script's,
+# after touching a parser or the importer. Every input kept under tests/fuzz/regressions/<kind>/
+# runs first: each is a crash found once and fixed since. New crashes land in build-fuzz/
 # (crash-<sha1>): keep each under tests/fuzz/regressions/<kind>/ once it is reported.
 # --no-roundtrip: onnx_import_fuzz checks the import alone, not the imported graph's .fy round
 # trip (to fuzz the importer past a known printer/parser mistake).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extra=()
+roundtrip=OFF
 if [ "${1:-}" = --no-roundtrip ]; then
-  extra=(-DFERRY_FUZZ_SKIP_ROUNDTRIP)
+  roundtrip=ON
   shift
 fi
 seconds=${1:-60}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fy_parser_fuzz npy_fuzz onnx_import_fuzz executable_fuzz)
-command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang++ (apt-get install clang)" >&2; exit 2; }
-out=build-fuzz
-mkdir -p "$out"
-flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-       -I. -isystem /usr/include/eigen3)
-ir_sources=(ir/*.cpp)
-# The importer folds constant subgraphs with the reference interpreter.
-onnx_sources=(frontend/onnx/*.cpp backends/reference/*.cpp)
-onnx_flags=(-DONNX_NAMESPACE=onnx -DONNX_ML=1)
-onnx_libs=(-lonnx_proto -lprotobuf)
-# The executable loader runs what loads: the runtime and the CPU backend with its OpenBLAS.
-exe_sources=(runtime/*.cpp backends/*.cpp backends/cpu/*.cpp)
-exe_flags=(-isystem /usr/include/x86_64-linux-gnu/openblas-pthread -isystem /usr/include/openblas)
-exe_libs=(-lopenblas -lpthread)
-
-build() {
-  local target=$1
-  echo "fuzz.sh: building $target"
+for target in "${targets[@]}"; do
   case "$target" in
-    fy_parser_fuzz | npy_fuzz)
-      clang++ "${flags[@]}" "tests/fuzz/$target.cpp" "${ir_sources[@]}" -o "$out/$target" ;;
-    onnx_import_fuzz)
-      clang++ "${flags[@]}" "${onnx_flags[@]}" "${extra[@]}" "tests/fuzz/$target.cpp" "${ir_sources[@]}" \
-        "${onnx_sources[@]}" "${onnx_libs[@]}" -o "$out/$target" ;;
-    executable_fuzz)
-      clang++ "${flags[@]}" "${exe_flags[@]}" "tests/fuzz/$target.cpp" "${ir_sources[@]}" \
-        "${exe_sources[@]}" "${exe_libs[@]}" -o "$out/$target" ;;
+    fy_parser_fuzz | npy_fuzz | onnx_import_fuzz | executable_fuzz) ;;
     *) echo "fuzz.sh: no target '$target' (fy_parser_fuzz, npy_fuzz, onnx_import_fuzz," \
             "executable_fuzz)" >&2; exit 2 ;;
   esac
-}
+done
+# The targets are CMake's (tests/CMakeLists.txt), in a clang ASan + UBSan build configured as
+# `make test-asan` configures its own (which installs clang if it is missing); FERRY_FUZZ_BUILD
+# names another such folder (e.g. build-asan) to reuse. Crashes and corpora stay in build-fuzz/.
+out=build-fuzz
+build_dir=${FERRY_FUZZ_BUILD:-$out}
+make --no-print-directory configure-asan ASAN_BUILD="$build_dir"
+cmake -B "$build_dir" -DFERRY_FUZZ_SKIP_ROUNDTRIP=$roundtrip >/dev/null
+ninja -C "$build_dir" -t query "${targets[0]}" >/dev/null 2>&1 ||
+  { echo "fuzz.sh: clang++ has no libFuzzer (apt-get install libclang-rt-14-dev)" >&2; exit 2; }
+build=("${targets[@]}")
+[[ " ${targets[*]} " == *" executable_fuzz "* && -z "${FERRY_BUILD:-}" ]] && build+=(ferry-compile)
+echo "fuzz.sh: building ${build[*]}"
+cmake --build "$build_dir" --target "${build[@]}"
+mkdir -p "$out"
+for target in "${targets[@]}"; do ln -sf "$(realpath "$build_dir")/tests/$target" "$out/$target"; done
 
 # Runs TARGET on the inputs of tests/fuzz/regressions/KIND once, then fuzzes it from CORPUS, with
 # tests/fuzz/dict/KIND.dict when there is one.
@@ -71,7 +63,6 @@ fuzz() {
   (cd "$out" && "./$target" -max_total_time="$seconds" -max_len="$max_len" "${dict[@]}" "$corpus")
 }
 
-for target in "${targets[@]}"; do build "$target"; done
 for target in "${targets[@]}"; do
   case "$target" in
     fy_parser_fuzz)
@@ -85,7 +76,7 @@ for target in "${targets[@]}"; do
       fuzz npy_fuzz npy corpus-npy 4096 ;;
     executable_fuzz)
       # Seeds: the examples compiled by this tree's ferry-compile (the format is this build's).
-      compiler=${FERRY_BUILD:-build}/bin/ferry-compile
+      compiler=${FERRY_BUILD:-$build_dir}/bin/ferry-compile
       [ -x "$compiler" ] || { echo "fuzz.sh: executable_fuzz needs $compiler for its seeds" >&2; exit 2; }
       mkdir -p "$out/corpus-executable"
       for m in mlp cnn mlp_split ops; do

@@ -16,6 +16,7 @@ endfunction()
 step(${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${scratch}/prefix)
 step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/embed -B ${scratch}/build -G ${GENERATOR}
      -DCMAKE_PREFIX_PATH=${scratch}/prefix -DCMAKE_BUILD_TYPE=Release
+     -DCMAKE_CXX_COMPILER=${COMPILER}
      "-DCMAKE_CXX_FLAGS=${APP_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${APP_FLAGS}")
 step(${CMAKE_COMMAND} --build ${scratch}/build)
 step(${scratch}/build/embed)

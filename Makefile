@@ -46,7 +46,9 @@ bench-overhead: configure
 # The test suite under sanitizers, each in a build folder of its own (RELIABILITY.md, "6.
 # Sanitizers in CI"). test-asan: ASan and UBSan, built with clang so that the fuzz targets of
 # tests/fuzz are built too and each fuzzed for FERRY_FUZZ_SECONDS (fuzz.run.<kind>).
-# allocator_may_return_null: tests ask for petabytes and expect an error, not ASan's report.
+# allocator_may_return_null: tests ask for petabytes and expect an error, not ASan's report. The
+# three that ask through operator new are left out (-E): ASan's operator new reports out of memory
+# and aborts whatever the options (its malloc returns null), so they cannot pass under it.
 # test-tsan: ThreadSanitizer with g++; OpenBLAS is not instrumented and runs one thread inside
 # ferry's pool anyway (OPENBLAS_NUM_THREADS=1 keeps its own pool from starting), while ferry's
 # pool is checked. The benchmarks are not built: they are no tests.
@@ -56,7 +58,8 @@ SANITIZE_FLAGS = -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_BENCH=OFF $(CMAKE_FLAG
 test-asan: configure-asan
 	cmake --build $(ASAN_BUILD)
 	ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ASAN_SYMBOLIZER_PATH=/usr/bin/llvm-symbolizer-$(CLANG) ctest --test-dir $(ASAN_BUILD) --output-on-failure -j 2
+	  ASAN_SYMBOLIZER_PATH=/usr/bin/llvm-symbolizer-$(CLANG) ctest --test-dir $(ASAN_BUILD) \
+	  --output-on-failure -j 2 -E TheHostCannotHold
 
 test-tsan: configure-tsan
 	cmake --build $(TSAN_BUILD)

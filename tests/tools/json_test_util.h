@@ -15,6 +15,8 @@
 
 namespace ferry::tooltest {
 
+struct JsonMember;
+
 struct Json {
   enum class Kind { Null, Bool, Integer, Number, String, Array, Object };
   Kind kind = Kind::Null;
@@ -22,21 +24,32 @@ struct Json {
   double number = 0;
   std::string text;  ///< String: the value; Integer, Number: the literal
   std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;  ///< in document order
+  // Not std::pair<std::string, Json>: a pair of an incomplete type is undefined behaviour, and
+  // clang with libstdc++ 12 rejects it.
+  std::vector<JsonMember> members;  ///< in document order
 
-  const Json *find(std::string_view key) const {
-    for (const auto &[k, v] : members)
-      if (k == key) return &v;
-    return nullptr;
-  }
-  const Json &operator[](std::string_view key) const {
-    static const Json null;
-    const Json *v = find(key);
-    return v ? *v : null;
-  }
+  const Json *find(std::string_view key) const;
+  const Json &operator[](std::string_view key) const;
   bool isNull() const { return kind == Kind::Null; }
   int64_t integer() const { return std::stoll(text); }
 };
+
+struct JsonMember {
+  std::string first;  ///< the key
+  Json second;
+};
+
+// Defined where JsonMember is complete: clang instantiates vector's constexpr members at once.
+inline const Json *Json::find(std::string_view key) const {
+  for (const auto &[k, v] : members)
+    if (k == key) return &v;
+  return nullptr;
+}
+inline const Json &Json::operator[](std::string_view key) const {
+  static const Json null;
+  const Json *v = find(key);
+  return v ? *v : null;
+}
 
 class JsonReader {
  public:

@@ -558,11 +558,13 @@ void Parser::finish() {
 
 Expected<Graph> parseGraph(std::string_view text, std::string_view fileName,
                            const ParseOptions &options) {
-  return fy::Parser(text, fileName, options).run();
+  return catchOutOfMemory([&] { return "parsing " + std::string(fileName); },
+                          [&] { return fy::Parser(text, fileName, options).run(); });
 }
 
 Expected<Graph> parseFile(const std::string &path, const ParseOptions &given) {
-  std::error_code ec;
+  return catchOutOfMemory([&] { return "reading " + path; }, [&]() -> Expected<Graph> {
+    std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     return makeError("io", path + ": is a directory, not a .fy file");
   std::ifstream in(path, std::ios::binary);
@@ -572,6 +574,7 @@ Expected<Graph> parseFile(const std::string &path, const ParseOptions &given) {
   ParseOptions options = given;
   options.baseDir = std::filesystem::path(path).parent_path().string();
   return parseGraph(text, path, options);
+  });
 }
 
 }  // namespace ferry

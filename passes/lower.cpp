@@ -183,10 +183,8 @@ void planWorkspaces(Executable &exe) {
   }
 }
 
-}  // namespace
-
-Expected<Executable> lower(const Graph &compiled, const CompileOptions &options,
-                           const std::vector<BackendEntry> &backends) {
+Expected<Executable> lowerGraph(const Graph &compiled, const CompileOptions &options,
+                                const std::vector<BackendEntry> &backends) {
   Executable exe;
   exe.name = compiled.name();
   exe.placement = options.placement;
@@ -210,6 +208,14 @@ Expected<Executable> lower(const Graph &compiled, const CompileOptions &options,
     }
   if (Status s = exe.validate(); !s.ok()) return s;
   return exe;
+}
+
+}  // namespace
+
+Expected<Executable> lower(const Graph &compiled, const CompileOptions &options,
+                           const std::vector<BackendEntry> &backends) {
+  return catchOutOfMemory([&] { return "lowering '" + compiled.name() + "'"; },
+                          [&] { return lowerGraph(compiled, options, backends); });
 }
 
 Capabilities backendCapabilities() {
@@ -237,6 +243,9 @@ void useBackendCapabilities(CompileOptions &options) {
 
 Expected<Executable> build(Graph graph, CompileOptions options, std::vector<Diagnostic> *warnings,
                            const std::vector<BackendEntry> &backends) {
+  std::string name;  // the graph's, kept: the graph moves into compile()
+  return catchOutOfMemory([&] { return "building '" + name + "'"; }, [&]() -> Expected<Executable> {
+  name = graph.name();
   useBackendCapabilities(options);
   CompileResult r = compile(std::move(graph), options);
   if (!r.ok()) return Status(std::move(r.diagnostics));
@@ -246,6 +255,7 @@ Expected<Executable> build(Graph graph, CompileOptions options, std::vector<Diag
   if (warnings)
     for (Diagnostic &d : r.diagnostics) warnings->push_back(std::move(d));
   return lower(r.graph, options, backends);
+  });
 }
 
 

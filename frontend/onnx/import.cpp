@@ -893,8 +893,10 @@ Expected<Graph> Importer::run() {
 
 namespace ferry {
 
-Expected<Graph> importOnnx(std::span<const std::byte> bytes, std::string_view fileName,
-                           const std::string &baseDir, const OnnxImportOptions &options) {
+namespace {
+
+Expected<Graph> importModel(std::span<const std::byte> bytes, std::string_view fileName,
+                            const std::string &baseDir, const OnnxImportOptions &options) {
   onnx::ModelProto model;
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
     return makeError("onnx", "the model is larger than 2 GiB; store its weights as external data",
@@ -924,14 +926,24 @@ Expected<Graph> importOnnx(std::span<const std::byte> bytes, std::string_view fi
   }
 }
 
+}  // namespace
+
+Expected<Graph> importOnnx(std::span<const std::byte> bytes, std::string_view fileName,
+                           const std::string &baseDir, const OnnxImportOptions &options) {
+  return catchOutOfMemory([&] { return "importing " + std::string(fileName); },
+                          [&] { return importModel(bytes, fileName, baseDir, options); });
+}
+
 Expected<Graph> importOnnxFile(const std::string &path, const OnnxImportOptions &options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return makeError("io", "cannot open '" + path + "'");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return makeError("io", "cannot read '" + path + "'");
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  return importOnnx(std::as_bytes(std::span(bytes)), path, dir, options);
+  return catchOutOfMemory([&] { return "importing " + path; }, [&]() -> Expected<Graph> {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return makeError("io", "cannot open '" + path + "'");
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) return makeError("io", "cannot read '" + path + "'");
+    std::string dir = std::filesystem::path(path).parent_path().string();
+    if (dir.empty()) dir = ".";
+    return importOnnx(std::as_bytes(std::span(bytes)), path, dir, options);
+  });
 }
 
 }  // namespace ferry

@@ -56,6 +56,7 @@ void parallelFor(int64_t n, int64_t grain, RangeFn body) {
   struct Shared {
     RangeFn body;
     int64_t n, chunk;
+    Eigen::Barrier *done;
     std::atomic<bool> failed{false};
     std::exception_ptr error;
     void run(int64_t c) noexcept {
@@ -65,11 +66,11 @@ void parallelFor(int64_t n, int64_t grain, RangeFn body) {
         if (!failed.exchange(true)) error = std::current_exception();
       }
     }
-  } shared{body, n, chunk};
+  } shared{body, n, chunk, &done};
   for (int64_t c = 1; c < chunks; ++c) {
-    p.Schedule([s = &shared, d = &done, c] {
+    p.Schedule([s = &shared, c] {
       s->run(c);
-      d->Notify();
+      s->done->Notify();
     });
   }
   shared.run(0);

@@ -1,5 +1,5 @@
 // tests/alloc/fault_sweep_test.cpp — the allocation-failure sweep: each stage of a model's life
-// (parse and compile, save and load, Session::create, one Session::run) is counted, then done
+// (parse and compile, save and load, Session::create, one Session::run; an ONNX import) is counted, then done
 // again with its 1st, 2nd, ... last allocation failing (failAllocation, alloc/alloc_count.h).
 // Each time the stage must return a clean "memory" error, or succeed with the right result where
 // the failure was caught and recovered from; then, unarmed, the same stage (for a run, on the
@@ -14,7 +14,9 @@
 #include <optional>
 
 #include "alloc/alloc_count.h"
+#include "frontend/onnx/onnx_import.h"
 #include "ir/parser.h"
+#include "ir/printer.h"
 #include "ir/tensor_data.h"
 #include "passes/lower.h"
 #include "runtime/session.h"
@@ -172,6 +174,18 @@ TEST(FaultSweep, MlpSplitOverTwoDevices) {
   options.devices = {Device::cpu(), *parseDevice("cpu:1")};
   options.placement = PlacementPolicy::Auto;
   sweepModel("examples/mlp_split.fy", options);
+}
+
+// The importer: protobuf's parsing, the conversion of every node and initializer, the verifier.
+TEST(FaultSweep, OnnxImport) {
+  const std::string path = std::string(FERRY_SOURCE_DIR) + "/tests/onnx_models/mlp/model.onnx";
+  OnnxImportOptions options;
+  options.inputShapes["x"] = {4, 784};  // its batch dim is symbolic
+  const Sweep imported =
+      sweep<Graph>("tests/onnx_models/mlp/model.onnx: import",
+                   {.run = [&] { return importOnnxFile(path, options); },
+                    .fingerprint = [](Graph &g) { return printGraph(g); }});
+  EXPECT_GT(imported.allocations, 0);
 }
 
 }  // namespace

@@ -16,8 +16,9 @@
 // minute (or a quarter of a shorter run). It exits 1 if any valid run was wrong or failed, any
 // invalid input was accepted, or the resident set grew by more than 10% + 8 MB from the end of
 // the warm-up to the end.
-#include <CLI/CLI.hpp>
+#include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -29,7 +30,6 @@
 #include <random>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "backends/reference/interpreter.h"
@@ -122,8 +122,8 @@ std::vector<NamedTensor> invalidInputs(const std::vector<NamedTensor> &valid, In
       break;
     }
     case Invalid::DType:
-      first.tensor = Tensor::zeros(
-          first.tensor.dtype() == DType::F64 ? DType::F32 : DType::F64, first.tensor.shape());
+      first.tensor = Tensor::zeros(first.tensor.dtype() == DType::F64 ? DType::F32 : DType::F64,
+                                   first.tensor.shape());
       break;
     case Invalid::UnknownName: inputs.push_back({"no_such_input", first.tensor}); break;
     case Invalid::Missing: inputs.erase(inputs.begin()); break;
@@ -198,13 +198,12 @@ int soak(const std::string &model, double minutes, int threads, double reportSec
           continue;
         }
         const auto kind = static_cast<Invalid>(rng() % static_cast<int>(Invalid::kCount));
-        Expected<RunResult> r =
-            session->run(invalidInputs(inputs[static_cast<size_t>(i)], kind));
+        Expected<RunResult> r = session->run(invalidInputs(inputs[static_cast<size_t>(i)], kind));
         if (r.ok())
           fail(std::string("an input with ") + describe(kind) + " was accepted");
         else if (r.status().diagnostics().front().code != "input")
-          fail(std::string("an input with ") + describe(kind) + " gave a non-input error: " +
-               r.status().message());
+          fail(std::string("an input with ") + describe(kind) +
+               " gave a non-input error: " + r.status().message());
         else
           c.invalidRejected.fetch_add(1, std::memory_order_relaxed);
       }
@@ -239,8 +238,8 @@ int soak(const std::string &model, double minutes, int threads, double reportSec
   rssMax = std::max(rssMax, rssEnd);
   if (rssWarm < 0) rssWarm = rssEnd;
   report(std::chrono::duration<double>(Clock::now() - start).count(), rssEnd);
-  const long rssLimit = static_cast<long>(static_cast<double>(rssWarm) * (1 + kRssGrowth)) +
-                        kRssSlackKb;
+  const long rssLimit =
+      static_cast<long>(static_cast<double>(rssWarm) * (1 + kRssGrowth)) + kRssSlackKb;
   std::printf("threads %d, %.1f minutes: %ld runs, %ld valid ok, %ld invalid rejected, %ld "
               "failures; rss kB: start %ld, after warm-up (%.0f s) %ld, end %ld, max %ld "
               "(limit %ld)\n",
@@ -268,8 +267,9 @@ int main(int argc, char **argv) {
   double minutes = 10, reportSeconds = 30;
   int threads = 4;
   std::string model = std::string(FERRY_SOURCE_DIR) + "/examples/mlp.fy";
-  app.add_option("--minutes", minutes, "How long to run")->capture_default_str()->check(
-      CLI::PositiveNumber);
+  app.add_option("--minutes", minutes, "How long to run")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "Threads calling Session::run")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));

@@ -562,9 +562,10 @@ Expected<Graph> parseGraph(std::string_view text, std::string_view fileName,
                           [&] { return fy::Parser(text, fileName, options).run(); });
 }
 
-Expected<Graph> parseFile(const std::string &path, const ParseOptions &given) {
-  return catchOutOfMemory([&] { return "reading " + path; }, [&]() -> Expected<Graph> {
-    std::error_code ec;
+namespace {
+
+Expected<Graph> readAndParse(const std::string &path, const ParseOptions &given) {
+  std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     return makeError("io", path + ": is a directory, not a .fy file");
   std::ifstream in(path, std::ios::binary);
@@ -574,7 +575,13 @@ Expected<Graph> parseFile(const std::string &path, const ParseOptions &given) {
   ParseOptions options = given;
   options.baseDir = std::filesystem::path(path).parent_path().string();
   return parseGraph(text, path, options);
-  });
+}
+
+}  // namespace
+
+Expected<Graph> parseFile(const std::string &path, const ParseOptions &given) {
+  return catchOutOfMemory([&] { return "reading " + path; },
+                          [&] { return readAndParse(path, given); });
 }
 
 }  // namespace ferry

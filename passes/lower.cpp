@@ -241,11 +241,11 @@ void useBackendCapabilities(CompileOptions &options) {
   options.capabilities = std::move(table);
 }
 
-Expected<Executable> build(Graph graph, CompileOptions options, std::vector<Diagnostic> *warnings,
-                           const std::vector<BackendEntry> &backends) {
-  std::string name;  // the graph's, kept: the graph moves into compile()
-  return catchOutOfMemory([&] { return "building '" + name + "'"; }, [&]() -> Expected<Executable> {
-  name = graph.name();
+namespace {
+
+Expected<Executable> compileAndLower(Graph graph, CompileOptions options,
+                                     std::vector<Diagnostic> *warnings,
+                                     const std::vector<BackendEntry> &backends) {
   useBackendCapabilities(options);
   CompileResult r = compile(std::move(graph), options);
   if (!r.ok()) return Status(std::move(r.diagnostics));
@@ -255,8 +255,19 @@ Expected<Executable> build(Graph graph, CompileOptions options, std::vector<Diag
   if (warnings)
     for (Diagnostic &d : r.diagnostics) warnings->push_back(std::move(d));
   return lower(r.graph, options, backends);
-  });
 }
 
+}  // namespace
+
+Expected<Executable> build(Graph graph, CompileOptions options, std::vector<Diagnostic> *warnings,
+                           const std::vector<BackendEntry> &backends) {
+  std::string name;  // the graph's, kept: the graph moves into compile()
+  return catchOutOfMemory([&] { return "building '" + name + "'"; },
+                          [&] {
+                            name = graph.name();
+                            return compileAndLower(std::move(graph), std::move(options), warnings,
+                                                   backends);
+                          });
+}
 
 }  // namespace ferry

@@ -617,7 +617,8 @@ Expected<Executable> deserializeBytes(std::string_view bytes, std::string_view f
   const auto version = static_cast<uint32_t>(readLE(bytes, kVersionAt, 4));
   if (version != Executable::kFormatVersion)
     return fileError(file, "format version " + std::to_string(version) +
-                               ", this build reads version " + std::to_string(Executable::kFormatVersion) +
+                               ", this build reads version " +
+                               std::to_string(Executable::kFormatVersion) +
                                (version >= 1 && version < Executable::kFormatVersion
                                     ? ": the file was written by an older ferry; compile the "
                                       "model again"
@@ -717,22 +718,26 @@ bool isExecutableFile(const std::string &path) {
   return startsWithExecutableMagic(std::string_view(head, static_cast<size_t>(in.gcount())));
 }
 
+namespace {
+
+Expected<Executable> loadFile(const std::string &path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return fileError(path, "is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fileError(path, "cannot open for reading: " + errnoText());
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) return fileError(path, "read error: " + errnoText());
+  // The copy stops short, its failbit set, where the string cannot grow: the file is whole.
+  if (bytes.fail() && in.peek() != std::char_traits<char>::eof())
+    return outOfMemoryWhile("loading " + path);
+  return Executable::deserialize(std::move(bytes).str(), path);
+}
+
+}  // namespace
+
 Expected<Executable> Executable::load(const std::string &path) {
-  return catchOutOfMemory([&] { return "loading " + path; }, [&]() -> Expected<Executable> {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-      return fileError(path, "is a directory, not a file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return fileError(path, "cannot open for reading: " + errnoText());
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    if (in.bad()) return fileError(path, "read error: " + errnoText());
-    // The copy stops short, the stream's failbit set, where the string cannot grow: an
-    // allocation failed, and the file is not truncated.
-    if (bytes.fail() && in.peek() != std::char_traits<char>::eof())
-      return outOfMemoryWhile("loading " + path);
-    return deserialize(std::move(bytes).str(), path);
-  });
+  return catchOutOfMemory([&] { return "loading " + path; }, [&] { return loadFile(path); });
 }
 
 }  // namespace ferry

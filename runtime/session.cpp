@@ -309,10 +309,11 @@ const Tensor *RunResult::find(std::string_view name) const {
 // to the pool, whole.
 Expected<Session> Session::create(Executable exe, Options options) {
   std::string name;  // the executable's, kept: it moves into the session
-  return catchOutOfMemory([&] { return "creating a session for '" + name + "'"; }, [&] {
-    name = exe.name;
-    return make(std::move(exe), std::move(options));
-  });
+  return catchOutOfMemory([&] { return "creating a session for '" + name + "'"; },
+                          [&] {
+                            name = exe.name;
+                            return make(std::move(exe), std::move(options));
+                          });
 }
 
 Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,

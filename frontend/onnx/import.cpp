@@ -926,6 +926,16 @@ Expected<Graph> importModel(std::span<const std::byte> bytes, std::string_view f
   }
 }
 
+Expected<Graph> readAndImport(const std::string &path, const OnnxImportOptions &options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return makeError("io", "cannot open '" + path + "'");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return makeError("io", "cannot read '" + path + "'");
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  return importOnnx(std::as_bytes(std::span(bytes)), path, dir, options);
+}
+
 }  // namespace
 
 Expected<Graph> importOnnx(std::span<const std::byte> bytes, std::string_view fileName,
@@ -935,15 +945,8 @@ Expected<Graph> importOnnx(std::span<const std::byte> bytes, std::string_view fi
 }
 
 Expected<Graph> importOnnxFile(const std::string &path, const OnnxImportOptions &options) {
-  return catchOutOfMemory([&] { return "importing " + path; }, [&]() -> Expected<Graph> {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return makeError("io", "cannot open '" + path + "'");
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) return makeError("io", "cannot read '" + path + "'");
-    std::string dir = std::filesystem::path(path).parent_path().string();
-    if (dir.empty()) dir = ".";
-    return importOnnx(std::as_bytes(std::span(bytes)), path, dir, options);
-  });
+  return catchOutOfMemory([&] { return "importing " + path; },
+                          [&] { return readAndImport(path, options); });
 }
 
 }  // namespace ferry

@@ -1,11 +1,11 @@
 // tests/alloc/fault_sweep_test.cpp — the allocation-failure sweep: each stage of a model's life
-// (parse and compile, save and load, Session::create, one Session::run; an ONNX import) is counted, then done
-// again with its 1st, 2nd, ... last allocation failing (failAllocation, alloc/alloc_count.h).
-// Each time the stage must return a clean "memory" error, or succeed with the right result where
-// the failure was caught and recovered from; then, unarmed, the same stage (for a run, on the
-// same Session) must give the unfaulted result. A std::bad_alloc that escapes is reported, not a
-// crash; one thrown where nothing may throw (a destructor, a noexcept function, a pool worker)
-// terminates the binary, which fails its ctest.
+// (parse and compile, save and load, Session::create, one Session::run; an ONNX import) is counted,
+// then done again with its 1st, 2nd, ... last allocation failing (failAllocation,
+// alloc/alloc_count.h). Each time the stage must return a clean "memory" error, or succeed with the
+// right result where the failure was caught and recovered from; then, unarmed, the same stage (for
+// a run, on the same Session) must give the unfaulted result. A std::bad_alloc that escapes is
+// reported, not a crash; one thrown where nothing may throw (a destructor, a noexcept function, a
+// pool worker) terminates the binary, which fails its ctest.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -33,10 +33,10 @@ template <class T> struct Stage {
 };
 
 struct Sweep {
-  long allocations = 0;  // of one unfaulted run of the stage
-  long memoryErrors = 0;  // faults that came back as a "memory" error
-  long recovered = 0;     // faults after which the stage still succeeded, with the right result
-  long notReached = 0;    // armed faults the stage did not reach (fewer allocations that time)
+  long allocations = 0;     // of one unfaulted run of the stage
+  long memoryErrors = 0;    // faults that came back as a "memory" error
+  long recovered = 0;       // faults after which the stage still succeeded, with the right result
+  long notReached = 0;      // armed faults the stage did not reach (fewer allocations that time)
   std::string recoveredAt;  // which allocations, " 12 40"
 };
 
@@ -116,16 +116,15 @@ std::string outputsOf(const RunResult &r) {
 void sweepModel(const std::string &model, const CompileOptions &options) {
   const std::string path = std::string(FERRY_SOURCE_DIR) + "/" + model;
   std::optional<CompileOptions> given;  // build() takes its options by value: copied unarmed
-  const Sweep compiled = sweep<Executable>(
-      model + ": parse and build",
-      {.prepare = [&] { given.emplace(options); },
-       .run =
-           [&]() -> Expected<Executable> {
-             Expected<Graph> g = parseFile(path);
-             if (!g) return std::move(g).takeStatus();
-             return build(std::move(*g), std::move(*given));
-           },
-       .fingerprint = [](Executable &exe) { return exe.serialize(); }});
+  const Sweep compiled =
+      sweep<Executable>(model + ": parse and build",
+                        {.prepare = [&] { given.emplace(options); },
+                         .run = [&]() -> Expected<Executable> {
+                           Expected<Graph> g = parseFile(path);
+                           if (!g) return std::move(g).takeStatus();
+                           return build(std::move(*g), std::move(*given));
+                         },
+                         .fingerprint = [](Executable &exe) { return exe.serialize(); }});
   EXPECT_GT(compiled.allocations, 0);
 
   Expected<Graph> g = parseFile(path);
@@ -134,11 +133,10 @@ void sweepModel(const std::string &model, const CompileOptions &options) {
   ASSERT_TRUE(exe.ok()) << exe.status().message();
   const std::string saved = testing::TempDir() + "fault_sweep.ferry";
   sweep<Executable>(model + ": save and load",
-                    {.run =
-                         [&]() -> Expected<Executable> {
-                           if (Status s = exe->save(saved); !s.ok()) return s;
-                           return Executable::load(saved);
-                         },
+                    {.run = [&]() -> Expected<Executable> {
+                       if (Status s = exe->save(saved); !s.ok()) return s;
+                       return Executable::load(saved);
+                     },
                      .fingerprint = [](Executable &e) { return e.serialize(); }});
   std::remove(saved.c_str());
 
@@ -181,10 +179,9 @@ TEST(FaultSweep, OnnxImport) {
   const std::string path = std::string(FERRY_SOURCE_DIR) + "/tests/onnx_models/mlp/model.onnx";
   OnnxImportOptions options;
   options.inputShapes["x"] = {4, 784};  // its batch dim is symbolic
-  const Sweep imported =
-      sweep<Graph>("tests/onnx_models/mlp/model.onnx: import",
-                   {.run = [&] { return importOnnxFile(path, options); },
-                    .fingerprint = [](Graph &g) { return printGraph(g); }});
+  const Sweep imported = sweep<Graph>("tests/onnx_models/mlp/model.onnx: import",
+                                      {.run = [&] { return importOnnxFile(path, options); },
+                                       .fingerprint = [](Graph &g) { return printGraph(g); }});
   EXPECT_GT(imported.allocations, 0);
 }
 

@@ -28,8 +28,8 @@ TEST(ParallelFor, AnExceptionOnAnyThreadReachesTheCallerOnceAllRangesAreDone) {
         covered += end - begin;
         if (onWorker == throwOnWorker) throw std::bad_alloc();
       });
-      ADD_FAILURE() << "no exception came back (thrown on " << (throwOnWorker ? "a worker" : "the caller")
-                    << ")";
+      ADD_FAILURE() << "no exception came back (thrown on "
+                    << (throwOnWorker ? "a worker" : "the caller") << ")";
     } catch (const std::bad_alloc &) {
       EXPECT_EQ(covered.load(), n) << "parallelFor returned before every range ran (thrown on "
                                    << (throwOnWorker ? "a worker" : "the caller") << ")";

@@ -4,7 +4,6 @@
 // test, re-executed: a fork would lose the kernel pool's threads), since the limit is the
 // process's.
 #include <gtest/gtest.h>
-
 #include <sys/resource.h>
 #include <unistd.h>
 

@@ -7,8 +7,10 @@
 // reported, not a crash; one thrown where nothing may throw (a destructor, a noexcept function, a
 // pool worker) terminates the binary, which fails its ctest.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <new>
 #include <optional>
@@ -131,7 +133,9 @@ void sweepModel(const std::string &model, const CompileOptions &options) {
   ASSERT_TRUE(g.ok());
   Expected<Executable> exe = build(std::move(*g), options);
   ASSERT_TRUE(exe.ok()) << exe.status().message();
-  const std::string saved = testing::TempDir() + "fault_sweep.ferry";
+  // A name of this process's own: ctest runs the sweeps of several models at once.
+  const std::string saved = testing::TempDir() + "fault_sweep_" + std::to_string(getpid()) + "_" +
+                            std::filesystem::path(model).stem().string() + ".ferry";
   sweep<Executable>(model + ": save and load",
                     {.run = [&]() -> Expected<Executable> {
                        if (Status s = exe->save(saved); !s.ok()) return s;

@@ -897,7 +897,10 @@ namespace {
 
 Expected<Graph> importModel(std::span<const std::byte> bytes, std::string_view fileName,
                             const std::string &baseDir, const OnnxImportOptions &options) {
-  onnx::ModelProto model;
+  // On an arena: protobuf's parser is not exception-safe (a std::bad_alloc midway leaked the
+  // messages it had made but not yet linked, item 7's sweep found), and the arena frees them all.
+  google::protobuf::Arena arena;
+  onnx::ModelProto &model = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
     return makeError("onnx", "the model is larger than 2 GiB; store its weights as external data",
                      Location{FileName(fileName), 0, 0, {}});

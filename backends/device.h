@@ -67,7 +67,7 @@ class DeviceRuntime {
   /// The devices this runtime drives, all of one kind.
   virtual std::span<const Device> devices() const = 0;
 
-  /// `bytes` of memory on `device`, 64-byte aligned; an error with code "runtime" when the
+  /// `bytes` of memory on `device`, 64-byte aligned; an error with code "memory" when the
   /// device has no room. Zero bytes give a valid, distinct pointer.
   virtual Expected<std::byte *> allocate(Device device, size_t bytes) = 0;
   /// Returns memory from allocate(); anything else is a bug and fails loudly.
@@ -78,7 +78,7 @@ class DeviceRuntime {
   virtual Expected<std::byte *> allocateHost(size_t bytes) {
     auto *p = static_cast<std::byte *>(
         ::operator new(bytes == 0 ? 1 : bytes, std::align_val_t{64}, std::nothrow));
-    if (!p) return makeError("runtime", "out of host memory: " + std::to_string(bytes) + " bytes");
+    if (!p) return makeError("memory", "out of host memory: " + std::to_string(bytes) + " bytes");
     return p;
   }
   virtual void releaseHost(std::byte *data) { ::operator delete(data, std::align_val_t{64}); }

@@ -558,10 +558,13 @@ void Parser::finish() {
 
 Expected<Graph> parseGraph(std::string_view text, std::string_view fileName,
                            const ParseOptions &options) {
-  return fy::Parser(text, fileName, options).run();
+  return catchOutOfMemory([&] { return "parsing " + std::string(fileName); },
+                          [&] { return fy::Parser(text, fileName, options).run(); });
 }
 
-Expected<Graph> parseFile(const std::string &path, const ParseOptions &given) {
+namespace {
+
+Expected<Graph> readAndParse(const std::string &path, const ParseOptions &given) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     return makeError("io", path + ": is a directory, not a .fy file");
@@ -572,6 +575,13 @@ Expected<Graph> parseFile(const std::string &path, const ParseOptions &given) {
   ParseOptions options = given;
   options.baseDir = std::filesystem::path(path).parent_path().string();
   return parseGraph(text, path, options);
+}
+
+}  // namespace
+
+Expected<Graph> parseFile(const std::string &path, const ParseOptions &given) {
+  return catchOutOfMemory([&] { return "reading " + path; },
+                          [&] { return readAndParse(path, given); });
 }
 
 }  // namespace ferry

@@ -595,7 +595,9 @@ std::string Executable::serialize() const {
   return out;
 }
 
-Expected<Executable> Executable::deserialize(std::string_view bytes, std::string_view fileName) {
+namespace {
+
+Expected<Executable> deserializeBytes(std::string_view bytes, std::string_view fileName) {
   const std::string_view file = fileName.empty() ? std::string_view("<memory>") : fileName;
   const size_t size = bytes.size();
 
@@ -613,10 +615,11 @@ Expected<Executable> Executable::deserialize(std::string_view bytes, std::string
                                ", found " + printable(bytes.substr(0, kMagic.size())));
   if (size < kFlagsAt) return truncatedHeader("the 32-byte header");
   const auto version = static_cast<uint32_t>(readLE(bytes, kVersionAt, 4));
-  if (version != kFormatVersion)
+  if (version != Executable::kFormatVersion)
     return fileError(file, "format version " + std::to_string(version) +
-                               ", this build reads version " + std::to_string(kFormatVersion) +
-                               (version >= 1 && version < kFormatVersion
+                               ", this build reads version " +
+                               std::to_string(Executable::kFormatVersion) +
+                               (version >= 1 && version < Executable::kFormatVersion
                                     ? ": the file was written by an older ferry; compile the "
                                       "model again"
                                     : ""));
@@ -653,7 +656,17 @@ Expected<Executable> Executable::deserialize(std::string_view bytes, std::string
   return exe;
 }
 
-Status Executable::save(const std::string &path) const {
+}  // namespace
+
+Expected<Executable> Executable::deserialize(std::string_view bytes, std::string_view fileName) {
+  return catchOutOfMemory(
+      [&] { return "loading " + std::string(fileName.empty() ? "<memory>" : fileName); },
+      [&] { return deserializeBytes(bytes, fileName); });
+}
+
+namespace {
+
+Status saveFile(const Executable &exe, const std::string &path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path target(path);
@@ -663,7 +676,7 @@ Status Executable::save(const std::string &path) const {
                                (fs::exists(dir, ec) ? "is not a folder" : "does not exist"));
   if (fs::is_directory(target, ec)) return fileError(path, "cannot save: is a directory");
 
-  const std::string bytes = serialize();
+  const std::string bytes = exe.serialize();
   std::string tmp;
   int fd = createTempBeside(path, tmp);
   if (fd < 0)
@@ -690,6 +703,12 @@ Status Executable::save(const std::string &path) const {
   return Status();
 }
 
+}  // namespace
+
+Status Executable::save(const std::string &path) const {
+  return catchOutOfMemory([&] { return "saving " + path; }, [&] { return saveFile(*this, path); });
+}
+
 bool startsWithExecutableMagic(std::string_view head) { return head.starts_with(kMagic); }
 
 bool isExecutableFile(const std::string &path) {
@@ -699,7 +718,9 @@ bool isExecutableFile(const std::string &path) {
   return startsWithExecutableMagic(std::string_view(head, static_cast<size_t>(in.gcount())));
 }
 
-Expected<Executable> Executable::load(const std::string &path) {
+namespace {
+
+Expected<Executable> loadFile(const std::string &path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return fileError(path, "is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
@@ -707,7 +728,16 @@ Expected<Executable> Executable::load(const std::string &path) {
   std::ostringstream bytes;
   bytes << in.rdbuf();
   if (in.bad()) return fileError(path, "read error: " + errnoText());
-  return deserialize(std::move(bytes).str(), path);
+  // The copy stops short, its failbit set, where the string cannot grow: the file is whole.
+  if (bytes.fail() && in.peek() != std::char_traits<char>::eof())
+    return outOfMemoryWhile("loading " + path);
+  return Executable::deserialize(std::move(bytes).str(), path);
+}
+
+}  // namespace
+
+Expected<Executable> Executable::load(const std::string &path) {
+  return catchOutOfMemory([&] { return "loading " + path; }, [&] { return loadFile(path); });
 }
 
 }  // namespace ferry

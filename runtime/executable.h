@@ -102,7 +102,9 @@ struct Executable {
   int32_t findOutput(std::string_view name) const;
 
   /// Writes the executable to `path` (see docs/artifact.md for the layout); errors name the
-  /// file and what failed.
+  /// file and what failed. Running out of host memory in save(), load() or deserialize() is an
+  /// error with code "memory" ("out of memory while loading m.ferry"); serialize() throws
+  /// std::bad_alloc then.
   Status save(const std::string &path) const;
   /// Reads a file written by save(). A file of another format or version, truncated, corrupted
   /// (checksum), or whose contents do not make a valid executable is an error naming the file

@@ -121,7 +121,7 @@ class Session {
   /// Makes the device runtimes for the executable's devices, prepares every step's kernel,
   /// uploads the weights and runs the load steps. An executable that fails validate(), needs a
   /// device this build has no runtime for, or has a kernel plan its runtime cannot prepare, is an
-  /// error.
+  /// error, and so is running out of host memory (code "memory").
   static Expected<Session> create(Executable exe, Options options);
   static Expected<Session> create(Executable exe) { return create(std::move(exe), Options{}); }
 
@@ -129,7 +129,8 @@ class Session {
   Session &operator=(Session &&) noexcept;
   ~Session();
 
-  /// Runs once. Safe to call from many threads at once.
+  /// Runs once. Safe to call from many threads at once. Running out of memory is an error with
+  /// code "memory" (an output's names it, its type and bytes); the session stays usable.
   Expected<RunResult> run(const std::vector<NamedTensor> &inputs, const RunOptions &options) const;
   Expected<RunResult> run(const std::vector<NamedTensor> &inputs) const {
     return run(inputs, RunOptions{});
@@ -146,6 +147,10 @@ class Session {
  private:
   struct State;
   explicit Session(std::unique_ptr<State> state);
+  // create() and run() without their catch of std::bad_alloc.
+  static Expected<Session> make(Executable exe, Options options);
+  Expected<RunResult> runOnce(const std::vector<NamedTensor> &inputs,
+                              const RunOptions &options) const;
   std::unique_ptr<State> state_;
 };
 

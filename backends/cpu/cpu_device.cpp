@@ -48,11 +48,17 @@ Expected<std::byte *> CpuDevice::allocate(Device device, size_t bytes) {
   auto *p =
       static_cast<std::byte *>(::operator new(bytes == 0 ? 1 : bytes, kAlignment, std::nothrow));
   if (!p)
-    return makeError("runtime", "out of memory on " + device.str() + ": " + std::to_string(bytes) +
-                                    " bytes requested, " + std::to_string(bytesInUse(device)) +
-                                    " in use");
+    return makeError("memory", "out of memory on " + device.str() + ": " + std::to_string(bytes) +
+                                   " bytes requested, " + std::to_string(bytesInUse(device)) +
+                                   " in use");
   std::lock_guard lock(a.mutex);
-  a.blocks.emplace(p, bytes);
+  try {
+    a.blocks.emplace(p, bytes);
+  } catch (const std::bad_alloc &) {  // the block's entry: without it the block would leak
+    ::operator delete(p, kAlignment);
+    return makeError("memory", "out of host memory for the bookkeeping of " +
+                                   std::to_string(bytes) + " bytes on " + device.str());
+  }
   a.inUse += bytes;
   return p;
 }

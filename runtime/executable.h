@@ -36,7 +36,7 @@ namespace ferry {
 /// Where a slot's bytes come from.
 enum class SlotKind : uint8_t {
   Input,       ///< copied in by Session::run, lives in the workspace
-  Weight,      ///< uploaded once per Session (a param, or a constant's value)
+  Weight,      ///< given to its device once per Session (read in place on the CPU)
   Activation,  ///< written by a step, lives in the workspace
   Loaded,      ///< written once by a load step when a Session is created, held with the weights
 };

@@ -409,13 +409,19 @@ Expected<std::unique_ptr<PreparedKernel>> Session::State::prepare(const Step &st
                                                      result.type, result.device, step.loc});
 }
 
-// Weights: uploaded once from host memory, like model.to(device).
+// Weights: read in place where the runtime can (the CPU's, on the executable's own bytes: a
+// mapped file's, a parsed param's), so that a weight exists once in memory; else uploaded once
+// from host memory, like model.to(device).
 Status Session::State::uploadWeights() {
   for (size_t slot = 0; slot < exe.slots.size(); ++slot) {
     const Slot &s = exe.slots[slot];
     if (s.kind != SlotKind::Weight) continue;
     const TensorData &data = exe.weights[static_cast<size_t>(s.weight)];
     DeviceRuntime &rt = *runtimeOfSlot[slot];
+    if (std::byte *lent = rt.borrowHost(s.device, data.bytes().data(), data.byteSize())) {
+      held[slot] = lent;
+      continue;
+    }
     Expected<std::byte *> p = rt.allocate(s.device, data.byteSize());
     if (!p) return p.status();
     held[slot] = *p;

@@ -70,7 +70,7 @@ fuzz() {
   echo "fuzz.sh: fuzzing $target for ${seconds}s"
   # No allocation stacks while fuzzing: recording one per malloc took a third of the parser's time.
   # A crash input re-run by hand (`build-fuzz/TARGET crash-...`) prints them.
-  (cd "$out" && ASAN_OPTIONS=${ASAN_OPTIONS:-malloc_context_size=0} \
+  (cd "$out" && ASAN_OPTIONS=${ASAN_OPTIONS:-malloc_context_size=0:allocator_may_return_null=1} \
      "./$target" -max_total_time="$seconds" -max_len="$max_len" "${dict[@]}" "$corpus")
 }
 

@@ -9,7 +9,8 @@
 //
 //   required   devices, allocate/release, copy/upload/download, prepare, launch
 //   optional   allocateHost/releaseHost (pinned staging memory; default: aligned host memory),
-//              hostAccessible (its memory is plain host memory; default false), owns (for
+//              hostAccessible (its memory is plain host memory; default false), borrowHost
+//              (host memory read in place, a weight without a copy; default: cannot), owns (for
 //              checked runs; default: can't tell), createStream/destroyStream, recordEvent/
 //              waitEvent, synchronize (default: one null stream, every call already finished)
 //
@@ -67,7 +68,7 @@ class DeviceRuntime {
   /// The devices this runtime drives, all of one kind.
   virtual std::span<const Device> devices() const = 0;
 
-  /// `bytes` of memory on `device`, 64-byte aligned; an error with code "runtime" when the
+  /// `bytes` of memory on `device`, 64-byte aligned; an error with code "memory" when the
   /// device has no room. Zero bytes give a valid, distinct pointer.
   virtual Expected<std::byte *> allocate(Device device, size_t bytes) = 0;
   /// Returns memory from allocate(); anything else is a bug and fails loudly.
@@ -78,7 +79,7 @@ class DeviceRuntime {
   virtual Expected<std::byte *> allocateHost(size_t bytes) {
     auto *p = static_cast<std::byte *>(
         ::operator new(bytes == 0 ? 1 : bytes, std::align_val_t{64}, std::nothrow));
-    if (!p) return makeError("runtime", "out of host memory: " + std::to_string(bytes) + " bytes");
+    if (!p) return makeError("memory", "out of host memory: " + std::to_string(bytes) + " bytes");
     return p;
   }
   virtual void releaseHost(std::byte *data) { ::operator delete(data, std::align_val_t{64}); }
@@ -86,6 +87,13 @@ class DeviceRuntime {
   /// Whether this runtime's device memory is plain host memory (the CPU's arenas): then the
   /// runtime may read and write it directly in copies between runtimes.
   virtual bool hostAccessible() const { return false; }
+  /// Host memory that `device` reads in place as `bytes` of its own memory until release() of
+  /// the pointer returned (which then frees nothing): how a Session uses a weight the host
+  /// already holds (a saved executable's mapped file, a parsed param) without copying it. The
+  /// memory is only ever read (an operand of kernels, the source of copies), and owns() counts
+  /// it as the device's. Null when this runtime cannot read it in place — the default, a GPU's:
+  /// the Session then allocates and uploads. The CPU's lends 64-byte-aligned host memory.
+  virtual std::byte *borrowHost(Device, const std::byte *, size_t) { return nullptr; }
   /// Whether [data, data + bytes) lies in one live allocation on `device`; checked runs
   /// (Session::Options::checkPlan) use it. Default: true (this runtime cannot tell).
   virtual bool owns(Device, const std::byte *, size_t) const { return true; }

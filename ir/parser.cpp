@@ -91,6 +91,7 @@ void Parser::split(std::string_view text) {
 }
 
 Expected<Graph> Parser::run() {
+  if (!paramsWithinTotal()) return Status(diags_.take());
   for (size_t i = 0; i < lines_.size(); ++i) {
     setLine(i);
     commentLoc_.reset();
@@ -250,6 +251,37 @@ bool Parser::input() {
   graph_.addInput(name->str, *t, p.device.value_or(Device::cpu()), statementLoc(*name));
   defLoc_[name->str] = loc(name->col);
   return true;
+}
+
+// Before anything is built: the bytes every `param %w : TYPE` line declares, added up. A param
+// that takes the total past options_.maxTotalParamBytes is an error, and the parse stops there,
+// nothing allocated. A line whose type does not read is skipped here (the parse reports it).
+bool Parser::paramsWithinTotal() {
+  int64_t total = 0;
+  std::optional<Location> past;
+  for (size_t i = 0; i < lines_.size(); ++i) {
+    if (!definedBy(lines_[i])) continue;  // no `param %w` on this line
+    setLine(i);
+    if (!isIdent(peek(), "param")) continue;
+    take();
+    if (!at(Tok::Value) || peek(1).kind != Tok::Colon) continue;
+    const int col = peek().col;
+    take();
+    take();
+    std::optional<TensorType> t = type();
+    if (!t) continue;
+    // Saturated: each type is within the parser's bound of 2^53 bytes.
+    total = std::min(total + static_cast<int64_t>(t->byteSize()), int64_t{1} << 62);
+    if (!past && total > options_.maxTotalParamBytes) past = loc(col);
+  }
+  diags_ = DiagnosticEngine();  // a type's errors are the parse's to report, once
+  if (!past) return true;
+  diags_.error("limit", *past,
+               "the graph's params declare " + std::to_string(total) +
+                   " bytes together, more than the limit of " +
+                   std::to_string(options_.maxTotalParamBytes) +
+                   " bytes (ParseOptions::maxTotalParamBytes)");
+  return false;
 }
 
 bool Parser::param() {
@@ -558,10 +590,13 @@ void Parser::finish() {
 
 Expected<Graph> parseGraph(std::string_view text, std::string_view fileName,
                            const ParseOptions &options) {
-  return fy::Parser(text, fileName, options).run();
+  return catchOutOfMemory([&] { return "parsing " + std::string(fileName); },
+                          [&] { return fy::Parser(text, fileName, options).run(); });
 }
 
-Expected<Graph> parseFile(const std::string &path, const ParseOptions &given) {
+namespace {
+
+Expected<Graph> readAndParse(const std::string &path, const ParseOptions &given) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     return makeError("io", path + ": is a directory, not a .fy file");
@@ -572,6 +607,13 @@ Expected<Graph> parseFile(const std::string &path, const ParseOptions &given) {
   ParseOptions options = given;
   options.baseDir = std::filesystem::path(path).parent_path().string();
   return parseGraph(text, path, options);
+}
+
+}  // namespace
+
+Expected<Graph> parseFile(const std::string &path, const ParseOptions &given) {
+  return catchOutOfMemory([&] { return "reading " + path; },
+                          [&] { return readAndParse(path, given); });
 }
 
 }  // namespace ferry

@@ -15,6 +15,10 @@ struct ParseOptions {
   /// A param or tensor literal larger than this is an error (code "limit"), so that a typo in a
   /// shape cannot make the parser allocate without bound.
   int64_t maxParamBytes = int64_t{1} << 32;
+  /// All params together declaring more bytes than this is an error (code "limit") at the param
+  /// that passes it, found from their declared types before any param is allocated: a few lines
+  /// of text cannot make the parser fill more memory than this.
+  int64_t maxTotalParamBytes = int64_t{1} << 34;
   /// For compile(), which reports every mistake of a model in one run (its verify pass reports
   /// these, the device and dtype errors of the rest of the model beside them): a node whose type
   /// does not check is still built when it can be typed — as written, or as it gives once its

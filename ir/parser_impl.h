@@ -114,6 +114,7 @@ class Parser {
   void statement();
   bool input();
   bool param();
+  bool paramsWithinTotal();
   bool node();
   bool output();
   void finish();

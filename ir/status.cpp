@@ -16,6 +16,10 @@ Status makeError(std::string code, std::string message, Location loc) {
   return Diagnostic{Severity::Error, std::move(code), std::move(loc), std::move(message), {}, {}};
 }
 
+Status outOfMemoryWhile(std::string_view what) {
+  return makeError("memory", "out of memory while " + std::string(what));
+}
+
 namespace detail {
 
 CheckFailure::CheckFailure(const char *file, int line, const char *cond) {

@@ -6,7 +6,9 @@
 // FERRY_CHECK that aborts with file:line.
 #pragma once
 
+#include <new>
 #include <sstream>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -57,6 +59,21 @@ class [[nodiscard]] Status {
 
 /// A user-facing error with no location (option strings, API arguments).
 Status makeError(std::string code, std::string message, Location loc = {});
+
+/// The error for a std::bad_alloc caught while doing `what` ("loading m.ferry"): code "memory",
+/// "out of memory while loading m.ferry".
+Status outOfMemoryWhile(std::string_view what);
+
+/// Calls `f` (returning a Status or an Expected); a std::bad_alloc out of it comes back as
+/// outOfMemoryWhile(what()) instead. The public entry points (parse, compile, load, import,
+/// Session::create and run) are wrapped so; `what` is called only on that path.
+template <class What, class F> auto catchOutOfMemory(What &&what, F &&f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc &) {
+    return outOfMemoryWhile(what());
+  }
+}
 
 /// A value or the diagnostics that say why there is none.
 template <class T> class [[nodiscard]] Expected {

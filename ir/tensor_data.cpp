@@ -43,6 +43,17 @@ template <class I> I saturate(double v) {
   return static_cast<I>(t);
 }
 
+constexpr std::align_val_t kStorageAlignment{64};
+
+// `bytes` zero bytes, 64-byte aligned (as device memory is, so that a Session on the host can
+// read a weight in place); std::bad_alloc when the host cannot hold them.
+std::shared_ptr<std::byte> allocateZeroed(size_t bytes) {
+  auto *p = static_cast<std::byte *>(::operator new(bytes == 0 ? 1 : bytes, kStorageAlignment));
+  std::shared_ptr<std::byte> owned(p, [](std::byte *q) { ::operator delete(q, kStorageAlignment); });
+  std::memset(p, 0, bytes);
+  return owned;
+}
+
 // splitmix64: tiny, fast, and fully specified, so seeds mean the same thing everywhere.
 uint64_t splitmix64(uint64_t &state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -270,10 +281,26 @@ TensorData castTensor(const TensorData &x, DType to) {
 }
 
 TensorData::TensorData(DType dtype, Shape shape)
-    : type_{dtype, std::move(shape)},
-      bytes_(std::make_shared<std::vector<std::byte>>(type_.byteSize())) {
+    : type_{dtype, std::move(shape)}, data_(allocateZeroed(type_.byteSize())),
+      size_(type_.byteSize()) {
   for (int64_t d : type_.shape) FERRY_CHECK(d >= 0) << "negative dim in " << type_.str();
 }
+
+TensorData TensorData::view(TensorType type, std::span<const std::byte> bytes,
+                            std::shared_ptr<const void> owner) {
+  FERRY_CHECK(bytes.size() == type.byteSize())
+      << "a view of " << bytes.size() << " bytes as " << type.str();
+  TensorData t;
+  t.type_ = std::move(type);
+  // The aliasing constructor: the pointer is the view's, the ownership the owner's.
+  t.data_ = std::shared_ptr<std::byte>(std::const_pointer_cast<void>(std::move(owner)),
+                                       const_cast<std::byte *>(bytes.data()));
+  t.size_ = bytes.size();
+  t.view_ = true;
+  return t;
+}
+
+void TensorData::detach() { *this = clone(); }
 
 TensorData TensorData::full(DType dtype, Shape shape, double value) {
   TensorData t(dtype, std::move(shape));
@@ -333,18 +360,18 @@ TensorData TensorData::randn(DType dtype, Shape shape, uint64_t seed) {
 
 TensorData TensorData::clone() const {
   TensorData t(type_.dtype, type_.shape);
-  *t.bytes_ = *bytes_;
+  if (size_ > 0) std::memcpy(t.data_.get(), data_.get(), size_);
   return t;
 }
 
 double TensorData::at(int64_t i) const {
   FERRY_CHECK(i >= 0 && i < numel()) << "index " << i << " of " << type_.str();
-  return loadDouble(type_.dtype, bytes_->data() + i * dtypeSize(type_.dtype));
+  return loadDouble(type_.dtype, data_.get() + i * dtypeSize(type_.dtype));
 }
 
 void TensorData::set(int64_t i, double v) {
   FERRY_CHECK(i >= 0 && i < numel()) << "index " << i << " of " << type_.str();
-  storeDouble(type_.dtype, bytes_->data() + i * dtypeSize(type_.dtype), v);
+  storeDouble(type_.dtype, mutableBytes().data() + i * dtypeSize(type_.dtype), v);
 }
 
 std::vector<double> TensorData::toDoubles() const {
@@ -355,12 +382,12 @@ std::vector<double> TensorData::toDoubles() const {
 
 int64_t TensorData::atInt(int64_t i) const {
   FERRY_CHECK(i >= 0 && i < numel()) << "index " << i << " of " << type_.str();
-  return loadInt(type_.dtype, bytes_->data() + i * dtypeSize(type_.dtype));
+  return loadInt(type_.dtype, data_.get() + i * dtypeSize(type_.dtype));
 }
 
 void TensorData::setInt(int64_t i, int64_t v) {
   FERRY_CHECK(i >= 0 && i < numel()) << "index " << i << " of " << type_.str();
-  std::byte *p = bytes_->data() + i * dtypeSize(type_.dtype);
+  std::byte *p = mutableBytes().data() + i * dtypeSize(type_.dtype);
   switch (type_.dtype) {
     case DType::Bool: storeInRange<uint8_t>(p, v, 0, 1); return;
     case DType::U8: storeInRange<uint8_t>(p, v, 0, 255); return;
@@ -375,7 +402,8 @@ void TensorData::setInt(int64_t i, int64_t v) {
 }
 
 bool TensorData::operator==(const TensorData &other) const {
-  return type_ == other.type_ && *bytes_ == *other.bytes_;
+  return type_ == other.type_ &&
+         (size_ == 0 || std::memcmp(data_.get(), other.data_.get(), size_) == 0);
 }
 
 }  // namespace ferry

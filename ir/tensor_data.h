@@ -13,7 +13,9 @@
 namespace ferry {
 
 /// Dense row-major host tensor with shared, immutable-by-convention storage (copies share bytes;
-/// use clone() before writing to a tensor someone else may hold).
+/// use clone() before writing to a tensor someone else may hold). Its bytes are 64-byte aligned
+/// storage of its own, or a read-only view of bytes it does not own (a saved executable's mapped
+/// file), kept alive by the view and its copies; writing to a view first copies it.
 class TensorData {
  public:
   TensorData() : TensorData(DType::F32, {}) {}
@@ -37,15 +39,25 @@ class TensorData {
   /// Standard normal samples from ferry's own generator (splitmix64 + Box-Muller), so a given
   /// seed yields the same weights on every platform and compiler, forever.
   static TensorData randn(DType dtype, Shape shape, uint64_t seed);
+  /// A read-only view of `bytes` (exactly type.byteSize() of them), which stay valid while
+  /// `owner` lives: the view and its copies hold it. No byte is copied.
+  static TensorData view(TensorType type, std::span<const std::byte> bytes,
+                         std::shared_ptr<const void> owner);
 
   DType dtype() const { return type_.dtype; }
   const Shape &shape() const { return type_.shape; }
   const TensorType &type() const { return type_; }
   int64_t numel() const { return type_.numel(); }
-  size_t byteSize() const { return bytes_->size(); }
+  size_t byteSize() const { return size_; }
 
-  std::span<const std::byte> bytes() const { return *bytes_; }
-  std::span<std::byte> mutableBytes() { return *bytes_; }
+  std::span<const std::byte> bytes() const { return {data_.get(), size_}; }
+  /// The bytes to write; a view is first copied into storage of its own.
+  std::span<std::byte> mutableBytes() {
+    if (view_) detach();
+    return {data_.get(), size_};
+  }
+  /// Whether the bytes are a view of someone else's (view()).
+  bool isView() const { return view_; }
   /// A deep copy with its own storage.
   TensorData clone() const;
 
@@ -61,11 +73,15 @@ class TensorData {
   /// Same dtype, shape and bytes.
   bool operator==(const TensorData &other) const;
   /// Whether the two share one buffer (a copy of the other, not a clone).
-  bool sharesBytesWith(const TensorData &other) const { return bytes_ == other.bytes_; }
+  bool sharesBytesWith(const TensorData &other) const { return data_ == other.data_; }
 
  private:
+  void detach();  // a view becomes a copy of its own
+
   TensorType type_;
-  std::shared_ptr<std::vector<std::byte>> bytes_;
+  std::shared_ptr<std::byte> data_;  // the first byte; shares ownership with the storage or owner
+  size_t size_ = 0;
+  bool view_ = false;
 };
 
 /// Reads one element of dtype `t` at `p` as double.

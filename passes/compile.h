@@ -66,7 +66,9 @@ struct CompileResult {
 /// dtype each run even after an earlier one reported errors of single nodes (a type that does not
 /// check, a device or dtype conflict), without repeating or cascading them, and the pipeline stops
 /// before simplify; a graph verify finds broken as a whole stops it at once. Invalid options are
-/// reported as diagnostics, like any error.
+/// reported as diagnostics, like any error. Running out of host memory (std::bad_alloc) is one
+/// error with code "memory"; the graph is then as far as the failing pass got, fit only to be
+/// printed or destroyed.
 CompileResult compile(Graph graph, const CompileOptions &options);
 
 /// Recomputes the statistics that describe a graph (transfers, bytes, casts, per run and at load,

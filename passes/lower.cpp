@@ -183,10 +183,8 @@ void planWorkspaces(Executable &exe) {
   }
 }
 
-}  // namespace
-
-Expected<Executable> lower(const Graph &compiled, const CompileOptions &options,
-                           const std::vector<BackendEntry> &backends) {
+Expected<Executable> lowerGraph(const Graph &compiled, const CompileOptions &options,
+                                const std::vector<BackendEntry> &backends) {
   Executable exe;
   exe.name = compiled.name();
   exe.placement = options.placement;
@@ -212,6 +210,14 @@ Expected<Executable> lower(const Graph &compiled, const CompileOptions &options,
   return exe;
 }
 
+}  // namespace
+
+Expected<Executable> lower(const Graph &compiled, const CompileOptions &options,
+                           const std::vector<BackendEntry> &backends) {
+  return catchOutOfMemory([&] { return "lowering '" + compiled.name() + "'"; },
+                          [&] { return lowerGraph(compiled, options, backends); });
+}
+
 Capabilities backendCapabilities() {
   Capabilities c;
   for (const BackendEntry &entry : builtinBackends()) {
@@ -235,8 +241,11 @@ void useBackendCapabilities(CompileOptions &options) {
   options.capabilities = std::move(table);
 }
 
-Expected<Executable> build(Graph graph, CompileOptions options, std::vector<Diagnostic> *warnings,
-                           const std::vector<BackendEntry> &backends) {
+namespace {
+
+Expected<Executable> compileAndLower(Graph graph, CompileOptions options,
+                                     std::vector<Diagnostic> *warnings,
+                                     const std::vector<BackendEntry> &backends) {
   useBackendCapabilities(options);
   CompileResult r = compile(std::move(graph), options);
   if (!r.ok()) return Status(std::move(r.diagnostics));
@@ -248,5 +257,17 @@ Expected<Executable> build(Graph graph, CompileOptions options, std::vector<Diag
   return lower(r.graph, options, backends);
 }
 
+}  // namespace
+
+Expected<Executable> build(Graph graph, CompileOptions options, std::vector<Diagnostic> *warnings,
+                           const std::vector<BackendEntry> &backends) {
+  std::string name;  // the graph's, kept: the graph moves into compile()
+  return catchOutOfMemory([&] { return "building '" + name + "'"; },
+                          [&] {
+                            name = graph.name();
+                            return compileAndLower(std::move(graph), std::move(options), warnings,
+                                                   backends);
+                          });
+}
 
 }  // namespace ferry

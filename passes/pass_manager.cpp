@@ -88,11 +88,12 @@ bool CompileResult::ok() const {
   return true;
 }
 
-CompileResult compile(Graph graph, const CompileOptions &options) {
-  CompileResult result{std::move(graph), {}, {}, ""};
+namespace {
+
+void runPipeline(CompileResult &result, const CompileOptions &options) {
   if (Status s = options.validate(); !s.ok()) {
     result.diagnostics = std::move(s).takeDiagnostics();
-    return result;
+    return;
   }
   DiagnosticEngine diags;
   PassContext ctx{options, diags, result.stats};
@@ -134,6 +135,19 @@ CompileResult compile(Graph graph, const CompileOptions &options) {
                        return std::tuple(a.loc.file.view(), a.loc.line, a.loc.col) <
                               std::tuple(b.loc.file.view(), b.loc.line, b.loc.col);
                      });
+}
+
+}  // namespace
+
+CompileResult compile(Graph graph, const CompileOptions &options) {
+  CompileResult result{std::move(graph), {}, {}, ""};
+  try {
+    runPipeline(result, options);
+  } catch (const std::bad_alloc &) {
+    result.diagnostics.clear();
+    result.diagnostics.push_back(
+        outOfMemoryWhile("compiling '" + result.graph.name() + "'").diagnostics().front());
+  }
   return result;
 }
 

@@ -19,6 +19,8 @@
 #include "runtime/artifact.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bit>
@@ -61,8 +63,8 @@ constexpr uint8_t kLastAttrKind = static_cast<uint8_t>(AttrKind::Tensor);
 // 64-bit FNV-1a. Each step h = (h ^ byte) * prime is a bijection of h for a given byte (xor, then
 // a multiplication by an odd number modulo 2^64), so two payloads that differ in one byte differ
 // in h right after it and in every h after that: a single changed byte is always detected.
-uint64_t fnv1a(std::string_view bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
+constexpr uint64_t kFnvBasis = 0xcbf29ce484222325ull;
+uint64_t fnv1a(std::string_view bytes, uint64_t h = kFnvBasis) {
   for (char c : bytes) {
     h ^= static_cast<uint8_t>(c);
     h *= 0x100000001b3ull;
@@ -114,12 +116,38 @@ Status fileError(std::string_view file, const std::string &what) {
 
 // ---- writing ----------------------------------------------------------------------------------
 
-// Appends fields to `out`, whose size is the file offset (the header is already in it).
+// Appends fields to `out`, in memory (serialize()), or through `out` as a buffer to a file
+// (save()): then every kFlushBytes the buffer goes to the file, a tensor's bytes go straight from
+// the tensor, and the payload's checksum is computed on the way, so that saving holds no second
+// copy of the weights. offset() is the file offset (the header counts).
 class Writer {
  public:
-  explicit Writer(std::string &out) : out_(out) {}
+  explicit Writer(std::string &out, int fd = -1) : out_(out), fd_(fd) {}
 
-  void u8(uint8_t v) { out_ += static_cast<char>(v); }
+  size_t offset() const { return written_ + out_.size(); }
+  // The FNV-1a of the payload written to the file so far (file mode, after flush()).
+  uint64_t checksum() const { return hash_; }
+  // errno of the first failed write, or 0.
+  int error() const { return error_; }
+
+  void flush() {
+    emit(out_.data(), out_.size());
+    out_.clear();
+  }
+  void bytes(const std::byte *p, size_t n) {
+    if (fd_ < 0 || n < kFlushBytes) {
+      out_.append(reinterpret_cast<const char *>(p), n);
+      if (fd_ >= 0 && out_.size() >= kFlushBytes) flush();
+      return;
+    }
+    flush();
+    emit(reinterpret_cast<const char *>(p), n);
+  }
+
+  void u8(uint8_t v) {
+    out_ += static_cast<char>(v);
+    if (fd_ >= 0 && out_.size() >= kFlushBytes) flush();
+  }
   void u32(uint32_t v) {
     for (int i = 0; i < 4; ++i) u8(static_cast<uint8_t>(v >> (8 * i)));
   }
@@ -134,7 +162,7 @@ class Writer {
   }
   void str(std::string_view s) {
     count(s.size());
-    out_.append(s);
+    bytes(reinterpret_cast<const std::byte *>(s.data()), s.size());
   }
   void type(const TensorType &t) {
     str(dtypeName(t.dtype));
@@ -144,8 +172,8 @@ class Writer {
   // The type, zero bytes up to the next multiple of `align` in the file, the raw bytes.
   void tensor(const TensorData &t, size_t align = 1) {
     type(t.type());
-    while (out_.size() % align != 0) u8(0);
-    out_.append(reinterpret_cast<const char *>(t.bytes().data()), t.byteSize());
+    while (offset() % align != 0) u8(0);
+    bytes(t.bytes().data(), t.byteSize());
   }
   void attr(const AttrValue &v) {
     u8(static_cast<uint8_t>(attrKind(v)));
@@ -165,8 +193,42 @@ class Writer {
   }
 
  private:
+  static constexpr size_t kFlushBytes = size_t{1} << 20;
+
+  // Writes [p, p + n) to the file, hashing what lies past the header.
+  void emit(const char *p, size_t n) {
+    if (n == 0 || error_ != 0) return;
+    const size_t skip = written_ >= kHeaderBytes ? 0 : std::min(n, kHeaderBytes - written_);
+    hash_ = fnv1a(std::string_view(p + skip, n - skip), hash_);
+    written_ += n;
+    for (size_t done = 0; done < n;) {
+      ssize_t k = ::write(fd_, p + done, n - done);
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0) {
+        error_ = errno;
+        return;
+      }
+      done += static_cast<size_t>(k);
+    }
+  }
+
   std::string &out_;
+  int fd_;
+  size_t written_ = 0;
+  uint64_t hash_ = kFnvBasis;
+  int error_ = 0;
 };
+
+// The 32-byte header for a payload of `length` bytes hashing to `checksum`.
+std::string header(uint64_t length, uint64_t checksum) {
+  std::string out(kHeaderBytes, '\0');
+  out.replace(0, kMagic.size(), kMagic);
+  writeLE(out, kVersionAt, Executable::kFormatVersion, 4);
+  writeLE(out, kFlagsAt, 0, 4);
+  writeLE(out, kLengthAt, length, 8);
+  writeLE(out, kChecksumAt, checksum, 8);
+  return out;
+}
 
 // ---- reading ----------------------------------------------------------------------------------
 
@@ -177,8 +239,10 @@ class Writer {
 // Messages read "<ctx> <what>": the record being read ("slot 3 (%h)") and its field ("dtype").
 class Reader {
  public:
-  Reader(std::string_view file, std::string_view bytes, size_t pos, size_t end)
-      : file_(file), bytes_(bytes), pos_(pos), end_(end) {}
+  // With an `owner` that keeps `bytes` alive (a mapped file), weights are views of them.
+  Reader(std::string_view file, std::string_view bytes, size_t pos, size_t end,
+         std::shared_ptr<const void> owner = nullptr)
+      : file_(file), bytes_(bytes), pos_(pos), end_(end), owner_(std::move(owner)) {}
 
   bool ok() const { return status_.ok(); }
   Status takeStatus() { return std::move(status_); }
@@ -301,10 +365,25 @@ class Reader {
     return ok() ? t : TensorType{};
   }
 
-  // A type, zero padding up to the next multiple of `align` in the file, then the raw bytes.
-  TensorData tensor(std::string_view what, size_t align = 1) {
+  // A type, zero padding up to the next multiple of `align` in the file, then the raw bytes: a
+  // view of them when the reader has an owner and they are 64-byte aligned in memory, else a
+  // copy. With a `budget`, the type's bytes are taken from it first, and a type that needs more
+  // than is left is an error naming `limitName` (before anything is allocated or viewed).
+  TensorData tensor(std::string_view what, size_t align = 1, uint64_t *budget = nullptr,
+                    std::string_view limitName = {}) {
+    const size_t typeAt = pos_;
     TensorType t = type(what);
     if (!ok()) return {};
+    if (budget) {
+      if (t.byteSize() > *budget) {
+        fail("the weights need more than the limit of " + std::string(limitName) + ": " +
+             name(what.empty() ? "type" : what) + " at byte " + std::to_string(typeAt) + " is " +
+             t.str() + ", " + std::to_string(t.byteSize()) + " bytes, with " +
+             std::to_string(*budget) + " bytes left of the limit");
+        return {};
+      }
+      *budget -= t.byteSize();
+    }
     const std::string padName = field(what, "padding"), dataName = field(what, "data");
     const size_t pad = (align - pos_ % align) % align;
     if (!need(pad, padName)) return {};
@@ -316,9 +395,15 @@ class Reader {
     pos_ += pad;
     const size_t at = pos_;
     if (!need(t.byteSize(), dataName)) return {};
-    TensorData data(t.dtype, t.shape);
-    if (t.byteSize() > 0)
-      std::memcpy(data.mutableBytes().data(), bytes_.data() + pos_, t.byteSize());
+    const std::span<const std::byte> raw(reinterpret_cast<const std::byte *>(bytes_.data()) + pos_,
+                                         t.byteSize());
+    TensorData data;
+    if (owner_ && reinterpret_cast<uintptr_t>(raw.data()) % Executable::kAlignment == 0) {
+      data = TensorData::view(t, raw, owner_);
+    } else {
+      data = TensorData(t.dtype, t.shape);
+      if (t.byteSize() > 0) std::memcpy(data.mutableBytes().data(), raw.data(), raw.size());
+    }
     pos_ += t.byteSize();
     // Bools are 0 or 1; anything else would make equal tensors compare unequal.
     if (t.dtype == DType::Bool)
@@ -377,6 +462,7 @@ class Reader {
   std::string_view file_;
   std::string_view bytes_;
   size_t pos_, end_;
+  std::shared_ptr<const void> owner_;
   std::string ctx_;
   Status status_;
   std::map<std::string, FileName, std::less<>> fileNames_;
@@ -439,7 +525,7 @@ void readSteps(Reader &r, const std::string &what, std::vector<Step> &steps) {
   r.context("");
 }
 
-Expected<Executable> parsePayload(Reader &r) {
+Expected<Executable> parsePayload(Reader &r, const Executable::LoadOptions &options) {
   Executable exe;
   exe.name = r.str("executable name");
   {
@@ -508,10 +594,13 @@ Expected<Executable> parsePayload(Reader &r) {
     if (s.kind == SlotKind::Weight && s.weight >= 0 && static_cast<uint32_t>(s.weight) < n &&
         !holder[static_cast<size_t>(s.weight)])
       holder[static_cast<size_t>(s.weight)] = &s;
+  uint64_t budget = static_cast<uint64_t>(std::max<int64_t>(options.maxTotalWeightBytes, 0));
+  const std::string limitName = std::to_string(budget) +
+                                " bytes in all (Executable::LoadOptions::maxTotalWeightBytes)";
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
     r.context("weight " + std::to_string(i) +
               (holder[i] ? " (%" + escaped(holder[i]->name) + ")" : std::string()));
-    exe.weights.push_back(r.tensor("", Executable::kAlignment));
+    exe.weights.push_back(r.tensor("", Executable::kAlignment, &budget, limitName));
   }
   r.context("");
 
@@ -531,21 +620,14 @@ Status inFile(Status s, std::string_view file) {
 
 std::string errnoText() { return std::strerror(errno); }
 
-}  // namespace
-
-std::string Executable::serialize() const {
-  std::string out(kHeaderBytes, '\0');
-  out.replace(0, kMagic.size(), kMagic);
-  writeLE(out, kVersionAt, kFormatVersion, 4);
-  writeLE(out, kFlagsAt, 0, 4);
-
-  Writer w(out);
-  w.str(name);
-  w.u8(static_cast<uint8_t>(placement));
-  w.count(devices.size());
-  for (Device d : devices) w.str(d.str());
-  w.count(slots.size());
-  for (const Slot &s : slots) {
+// The payload's fields, in the layout's order (docs/artifact.md).
+void writePayload(const Executable &exe, Writer &w) {
+  w.str(exe.name);
+  w.u8(static_cast<uint8_t>(exe.placement));
+  w.count(exe.devices.size());
+  for (Device d : exe.devices) w.str(d.str());
+  w.count(exe.slots.size());
+  for (const Slot &s : exe.slots) {
     w.str(s.name);
     w.type(s.type);
     w.str(s.device.str());
@@ -553,11 +635,11 @@ std::string Executable::serialize() const {
     w.i32(s.weight);
     w.u64(s.offset);
   }
-  for (const std::vector<int32_t> *list : {&inputs, &outputs}) {
+  for (const std::vector<int32_t> *list : {&exe.inputs, &exe.outputs}) {
     w.count(list->size());
     for (int32_t s : *list) w.i32(s);
   }
-  for (const std::vector<Step> *list : {&steps, &loadSteps}) {
+  for (const std::vector<Step> *list : {&exe.steps, &exe.loadSteps}) {
     w.count(list->size());
     for (const Step &st : *list) {
       w.str(opInfo(st.op).name);
@@ -577,25 +659,38 @@ std::string Executable::serialize() const {
       w.u64(st.scratchOffset);
     }
   }
-  w.count(workspaces.size());
-  for (const Workspace &ws : workspaces) {
+  w.count(exe.workspaces.size());
+  for (const Workspace &ws : exe.workspaces) {
     w.str(ws.device.str());
     w.u64(ws.bytes);
   }
-  w.i32(planTransfers);
-  w.i64(planTransferBytes);
-  w.i32(planLoadTransfers);
-  w.i64(planLoadTransferBytes);
-  w.count(weights.size());
-  for (const TensorData &t : weights) w.tensor(t, kAlignment);
+  w.i32(exe.planTransfers);
+  w.i64(exe.planTransferBytes);
+  w.i32(exe.planLoadTransfers);
+  w.i64(exe.planLoadTransferBytes);
+  w.count(exe.weights.size());
+  for (const TensorData &t : exe.weights) w.tensor(t, Executable::kAlignment);
+}
 
+}  // namespace
+
+std::string Executable::serialize() const {
+  std::string out(kHeaderBytes, '\0');
+  Writer w(out);
+  writePayload(*this, w);
   std::string_view payload = std::string_view(out).substr(kHeaderBytes);
-  writeLE(out, kLengthAt, payload.size(), 8);
-  writeLE(out, kChecksumAt, fnv1a(payload), 8);
+  out.replace(0, kHeaderBytes, header(payload.size(), fnv1a(payload)));
   return out;
 }
 
-Expected<Executable> Executable::deserialize(std::string_view bytes, std::string_view fileName) {
+
+namespace {
+
+// deserialize(), its weights views of `bytes` kept alive by `owner` when there is one.
+Expected<Executable> deserializeKept(std::string_view bytes, std::string_view fileName,
+                                     std::shared_ptr<const void> owner,
+                                     const Executable::LoadOptions &options) {
+  using Ex = Executable;
   const std::string_view file = fileName.empty() ? std::string_view("<memory>") : fileName;
   const size_t size = bytes.size();
 
@@ -613,10 +708,10 @@ Expected<Executable> Executable::deserialize(std::string_view bytes, std::string
                                ", found " + printable(bytes.substr(0, kMagic.size())));
   if (size < kFlagsAt) return truncatedHeader("the 32-byte header");
   const auto version = static_cast<uint32_t>(readLE(bytes, kVersionAt, 4));
-  if (version != kFormatVersion)
+  if (version != Ex::kFormatVersion)
     return fileError(file, "format version " + std::to_string(version) +
-                               ", this build reads version " + std::to_string(kFormatVersion) +
-                               (version >= 1 && version < kFormatVersion
+                               ", this build reads version " + std::to_string(Ex::kFormatVersion) +
+                               (version >= 1 && version < Ex::kFormatVersion
                                     ? ": the file was written by an older ferry; compile the "
                                       "model again"
                                     : ""));
@@ -644,8 +739,8 @@ Expected<Executable> Executable::deserialize(std::string_view bytes, std::string
                                hex(stored) + ", the payload hashes to " + hex(actual) + ")");
 
   // 3. parse.
-  Reader r(file, bytes, kHeaderBytes, size);
-  Expected<Executable> exe = parsePayload(r);
+  Reader r(file, bytes, kHeaderBytes, size, std::move(owner));
+  Expected<Executable> exe = parsePayload(r, options);
   if (!exe) return exe;
 
   // 4. check.
@@ -653,7 +748,58 @@ Expected<Executable> Executable::deserialize(std::string_view bytes, std::string
   return exe;
 }
 
-Status Executable::save(const std::string &path) const {
+// The bytes of the file `path`, and what keeps them: a read-only private mapping of a regular
+// file (its pages are the page cache's, read once by the checksum), or, for anything mmap()
+// refuses (a pipe, an empty file), the bytes read into memory.
+struct FileBytes {
+  std::shared_ptr<const void> owner;
+  std::string_view bytes;
+};
+
+Expected<FileBytes> readFileBytes(const std::string &path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fileError(path, "cannot open for reading: " + errnoText());
+  // Closed on every way out, std::bad_alloc included.
+  const std::unique_ptr<const int, void (*)(const int *)> closer(&fd, [](const int *f) {
+    ::close(*f);
+  });
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    const auto size = static_cast<size_t>(st.st_size);
+    void *p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p != MAP_FAILED) {
+      // When the owner cannot be made, shared_ptr calls the deleter: nothing stays mapped.
+      std::shared_ptr<const void> owner(p, [size](const void *q) {
+        ::munmap(const_cast<void *>(q), size);
+      });
+      return FileBytes{std::move(owner), std::string_view(static_cast<const char *>(p), size)};
+    }
+  }
+  auto text = std::make_shared<std::string>();
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fileError(path, "read error: " + errnoText());
+    if (n == 0) break;
+    text->append(buffer, static_cast<size_t>(n));
+  }
+  const std::string_view bytes = *text;
+  return FileBytes{std::move(text), bytes};
+}
+
+}  // namespace
+
+Expected<Executable> Executable::deserialize(std::string_view bytes, std::string_view fileName,
+                                             const LoadOptions &options) {
+  return catchOutOfMemory(
+      [&] { return "loading " + std::string(fileName.empty() ? "<memory>" : fileName); },
+      [&] { return deserializeKept(bytes, fileName, nullptr, options); });
+}
+
+namespace {
+
+Status saveFile(const Executable &exe, const std::string &path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path target(path);
@@ -663,7 +809,6 @@ Status Executable::save(const std::string &path) const {
                                (fs::exists(dir, ec) ? "is not a folder" : "does not exist"));
   if (fs::is_directory(target, ec)) return fileError(path, "cannot save: is a directory");
 
-  const std::string bytes = serialize();
   std::string tmp;
   int fd = createTempBeside(path, tmp);
   if (fd < 0)
@@ -675,12 +820,27 @@ Status Executable::save(const std::string &path) const {
     ::unlink(tmp.c_str());
     return fileError(path, "cannot save: " + what + " '" + tmp + "': " + text);
   };
-  for (size_t done = 0; done < bytes.size();) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return abandon("cannot write");
-    done += static_cast<size_t>(n);
+  // Streamed: the header's length and checksum are known at the end, and written over the
+  // placeholder then.
+  std::string buffer;
+  std::string head;
+  try {
+    buffer.assign(kHeaderBytes, '\0');
+    Writer w(buffer, fd);
+    writePayload(exe, w);
+    w.flush();
+    if (w.error() != 0) {
+      errno = w.error();
+      return abandon("cannot write");
+    }
+    head = header(w.offset() - kHeaderBytes, w.checksum());
+  } catch (const std::bad_alloc &) {  // the temporary file goes, as on any other failure
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
   }
+  if (::pwrite(fd, head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()))
+    return abandon("cannot write");
   // Flushed before the rename, so a crash leaves the old file or the new one, not an empty one.
   if (::fsync(fd) != 0) return abandon("cannot flush");
   const int closed = ::close(fd);
@@ -688,6 +848,12 @@ Status Executable::save(const std::string &path) const {
   if (closed != 0) return abandon("cannot close");
   if (::rename(tmp.c_str(), path.c_str()) != 0) return abandon("cannot rename");
   return Status();
+}
+
+}  // namespace
+
+Status Executable::save(const std::string &path) const {
+  return catchOutOfMemory([&] { return "saving " + path; }, [&] { return saveFile(*this, path); });
 }
 
 bool startsWithExecutableMagic(std::string_view head) { return head.starts_with(kMagic); }
@@ -699,15 +865,15 @@ bool isExecutableFile(const std::string &path) {
   return startsWithExecutableMagic(std::string_view(head, static_cast<size_t>(in.gcount())));
 }
 
-Expected<Executable> Executable::load(const std::string &path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return fileError(path, "is a directory, not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fileError(path, "cannot open for reading: " + errnoText());
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) return fileError(path, "read error: " + errnoText());
-  return deserialize(std::move(bytes).str(), path);
+Expected<Executable> Executable::load(const std::string &path, const LoadOptions &options) {
+  return catchOutOfMemory([&] { return "loading " + path; }, [&]() -> Expected<Executable> {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      return fileError(path, "is a directory, not a file");
+    Expected<FileBytes> file = readFileBytes(path);
+    if (!file) return file.status();
+    return deserializeKept(file->bytes, path, std::move(file->owner), options);
+  });
 }
 
 }  // namespace ferry

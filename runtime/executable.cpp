@@ -221,6 +221,27 @@ Status Executable::validate() const {
   for (int32_t s : outputs)
     if (!inRange(s) || !written[static_cast<size_t>(s)])
       return makeError("artifact", "output slot " + std::to_string(s) + " is never written");
+  // A workspace ends where its last slot or scratch block ends, each block rounded as the memory
+  // plan rounds it (runtime/memory_plan.h): a size beyond that only an edited file can give, and
+  // Session::create would allocate it.
+  for (const Workspace &w : workspaces) {
+    auto end = [](size_t offset, size_t bytes) {
+      return offset + std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+    };
+    size_t need = 0;
+    for (const Slot &slot : slots)
+      if ((slot.kind == SlotKind::Input || slot.kind == SlotKind::Activation) &&
+          slot.device == w.device)
+        need = std::max(need, end(slot.offset, slot.type.byteSize()));
+    for (const Step &st : steps)
+      if (st.plan.scratchBytes > 0 && slots[static_cast<size_t>(st.result)].device == w.device)
+        need = std::max(need, end(st.scratchOffset, st.plan.scratchBytes));
+    if (w.bytes > need)
+      return makeError("artifact", "the workspace on " + w.device.str() + " is " +
+                                       std::to_string(w.bytes) +
+                                       " bytes, but its slots and scratch end at byte " +
+                                       std::to_string(need));
+  }
   // The plan's counts are what Session checks its copies against: they must be the steps'.
   const auto [transfers, transferBytes] = transfersOf(*this, steps);
   if (transfers != planTransfers || transferBytes != planTransferBytes)

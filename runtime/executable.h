@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,7 +36,7 @@ namespace ferry {
 /// Where a slot's bytes come from.
 enum class SlotKind : uint8_t {
   Input,       ///< copied in by Session::run, lives in the workspace
-  Weight,      ///< uploaded once per Session (a param, or a constant's value)
+  Weight,      ///< given to its device once per Session (read in place on the CPU)
   Activation,  ///< written by a step, lives in the workspace
   Loaded,      ///< written once by a load step when a Session is created, held with the weights
 };
@@ -101,16 +102,35 @@ struct Executable {
   int32_t findInput(std::string_view name) const;
   int32_t findOutput(std::string_view name) const;
 
-  /// Writes the executable to `path` (see docs/artifact.md for the layout); errors name the
-  /// file and what failed.
+  /// What load() and deserialize() accept.
+  struct LoadOptions {
+    /// Weights taking more bytes than this in all are an error (code "artifact"), found from
+    /// their declared types before any of them is read.
+    int64_t maxTotalWeightBytes = int64_t{1} << 34;
+  };
+
+  /// Writes the executable to `path` (see docs/artifact.md for the layout), streamed: the
+  /// weights go to the file from where they are, never copied into a buffer. Errors name the
+  /// file and what failed. Running out of host memory in save(), load() or deserialize() is an
+  /// error with code "memory" ("out of memory while loading m.ferry"); serialize() throws
+  /// std::bad_alloc then.
   Status save(const std::string &path) const;
   /// Reads a file written by save(). A file of another format or version, truncated, corrupted
   /// (checksum), or whose contents do not make a valid executable is an error naming the file
-  /// and what was wrong; nothing a file holds can crash the loader.
-  static Expected<Executable> load(const std::string &path);
-  /// save() and load() on bytes in memory; `fileName` is used in errors.
+  /// and what was wrong; nothing a file holds can crash the loader. The file is mapped
+  /// (read-only, private): the weights are views of its bytes, no copy (TensorData::isView), and
+  /// the mapping lives as long as any of them. Replacing the file is safe (save() writes a new
+  /// one and renames it over the old); truncating it in place while it is loaded is not.
+  static Expected<Executable> load(const std::string &path, const LoadOptions &options);
+  static Expected<Executable> load(const std::string &path) { return load(path, LoadOptions{}); }
+  /// save() and load() on bytes in memory; `fileName` is used in errors. The weights
+  /// deserialize() returns are copies (`bytes` need not outlive them).
   std::string serialize() const;
-  static Expected<Executable> deserialize(std::string_view bytes, std::string_view fileName);
+  static Expected<Executable> deserialize(std::string_view bytes, std::string_view fileName,
+                                          const LoadOptions &options);
+  static Expected<Executable> deserialize(std::string_view bytes, std::string_view fileName) {
+    return deserialize(bytes, fileName, LoadOptions{});
+  }
 
   /// Checks the executable's own consistency (slot types within ferry's limits (typeLimitError),
   /// slot ids in range, operand devices equal to the step's device except for transfers, which

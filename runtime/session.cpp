@@ -153,7 +153,11 @@ Expected<Session::State::Workspace *> Session::State::acquire() const {
     }
   }
   auto ws = std::make_unique<Workspace>();
-  Status made = [&]() -> Status {
+  Workspace *const made = ws.get();
+  // Room first, so that each device allocation is recorded in `ws` without allocating.
+  ws->base.reserve(exe.workspaces.size());
+  ws->streams.reserve(exe.workspaces.size());
+  auto make = [&]() -> Status {
     for (const ferry::Workspace &w : exe.workspaces) {
       Expected<std::byte *> p = runtime(w.device).allocate(w.device, w.bytes);
       if (!p) return p.status();
@@ -165,14 +169,21 @@ Expected<Session::State::Workspace *> Session::State::acquire() const {
       ws->streams.push_back(*stream);
     }
     return makeTables(*ws);
-  }();
-  if (!made.ok()) {
-    releaseWorkspace(*ws);
-    return made;
+  };
+  try {
+    if (Status s = make(); !s.ok()) {
+      releaseWorkspace(*ws);
+      return s;
+    }
+    std::lock_guard<std::mutex> lock(poolMutex);
+    // Room in `idle` for every workspace, so that giving one back (a destructor) never allocates.
+    idle.reserve(all.size() + 1);
+    all.push_back(std::move(ws));
+  } catch (const std::bad_alloc &) {
+    releaseWorkspace(*ws);  // still owned: push_back leaves its argument alone when it throws
+    throw;
   }
-  std::lock_guard<std::mutex> lock(poolMutex);
-  all.push_back(std::move(ws));
-  return all.back().get();
+  return made;
 }
 
 // Every step's pointers in this workspace, once; with checkPlan, each is checked to lie in its
@@ -292,7 +303,26 @@ const Tensor *RunResult::find(std::string_view name) const {
   return nullptr;
 }
 
+// Running out of host memory anywhere in create() or run() is an error, never an exception: the
+// State made so far is released as the exception unwinds (its destructor releases what it holds,
+// and every allocation is recorded in it as it is made), and a failed run's workspace goes back
+// to the pool, whole.
 Expected<Session> Session::create(Executable exe, Options options) {
+  std::string name;  // the executable's, kept: it moves into the session
+  return catchOutOfMemory([&] { return "creating a session for '" + name + "'"; },
+                          [&] {
+                            name = exe.name;
+                            return make(std::move(exe), std::move(options));
+                          });
+}
+
+Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,
+                                 const RunOptions &options) const {
+  return catchOutOfMemory([&] { return "running '" + state_->exe.name + "'"; },
+                          [&] { return runOnce(inputs, options); });
+}
+
+Expected<Session> Session::make(Executable exe, Options options) {
   if (Status s = exe.validate(); !s.ok()) return s;
   const std::vector<BackendEntry> &registry =
       options.backends.empty() ? builtinBackends() : options.backends;
@@ -379,13 +409,19 @@ Expected<std::unique_ptr<PreparedKernel>> Session::State::prepare(const Step &st
                                                      result.type, result.device, step.loc});
 }
 
-// Weights: uploaded once from host memory, like model.to(device).
+// Weights: read in place where the runtime can (the CPU's, on the executable's own bytes: a
+// mapped file's, a parsed param's), so that a weight exists once in memory; else uploaded once
+// from host memory, like model.to(device).
 Status Session::State::uploadWeights() {
   for (size_t slot = 0; slot < exe.slots.size(); ++slot) {
     const Slot &s = exe.slots[slot];
     if (s.kind != SlotKind::Weight) continue;
     const TensorData &data = exe.weights[static_cast<size_t>(s.weight)];
     DeviceRuntime &rt = *runtimeOfSlot[slot];
+    if (std::byte *lent = rt.borrowHost(s.device, data.bytes().data(), data.byteSize())) {
+      held[slot] = lent;
+      continue;
+    }
     Expected<std::byte *> p = rt.allocate(s.device, data.byteSize());
     if (!p) return p.status();
     held[slot] = *p;
@@ -522,8 +558,8 @@ Status Session::State::checkInputs(const std::vector<NamedTensor> &given,
   return diags.hasErrors() ? Status(diags.take()) : Status();
 }
 
-Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,
-                                 const RunOptions &runOptions) const {
+Expected<RunResult> Session::runOnce(const std::vector<NamedTensor> &inputs,
+                                     const RunOptions &runOptions) const {
   const State &st = *state_;
   const Executable &exe = st.exe;
   const Clock::time_point start = Clock::now();

@@ -1,21 +1,22 @@
 // runtime/session.h — what an app embeds: an Executable with its weights on their devices,
 // run as many times as wanted, from as many threads as wanted.
 //
-//   Expected<Session> s = Session::create(std::move(exe));   // uploads and moves the weights once
+//   Expected<Session> s = Session::create(std::move(exe));   // places and moves the weights once
 //   Expected<RunResult> r = s->run({{"x", x}});               // checks inputs, runs, returns
 //
 // Inputs are checked before anything runs: every declared input given once, by name, with its
 // shape and dtype, on the device the plan wants it (or moved there, when moveInputs is on,
 // and counted). Each error says which input and what was expected against what came.
 //
-// Load time: create() uploads the weights, then runs the executable's load steps once — the
+// Load time: create() gives the weights to their devices, then runs the executable's load steps once — the
 // transfers and casts of weights (a weight's copy on another device, or in another dtype) —
 // counting their copies apart from any run's (loadStats()); with `checkPlan` the count must equal
 // the plan's load-time transfers. A weight that only load steps read is released afterwards.
 //
-// Memory: weights live in per-device allocations made once; every run in flight takes a
-// workspace (one allocation per device, laid out by the executable's memory plan, activations
-// and kernel scratch together) from a pool and gives it back, so concurrent runs never share
+// Memory: a weight is read where the executable holds it when its device's runtime can read host
+// memory in place (the CPU's: a loaded file's mapping, a parsed param), else it lives in a
+// per-device allocation made once; every run in flight takes a workspace (one allocation per
+// device, laid out by the executable's memory plan, activations and kernel scratch together) from a pool and gives it back, so concurrent runs never share
 // activations and a steady stream of runs allocates nothing new. Each workspace carries its
 // streams and the pointer table of every step (operands, result, scratch), computed once.
 //
@@ -119,9 +120,10 @@ class Session {
   };
 
   /// Makes the device runtimes for the executable's devices, prepares every step's kernel,
-  /// uploads the weights and runs the load steps. An executable that fails validate(), needs a
+  /// gives the weights to their devices (in place where the runtime lends host memory, else
+  /// uploaded) and runs the load steps. An executable that fails validate(), needs a
   /// device this build has no runtime for, or has a kernel plan its runtime cannot prepare, is an
-  /// error.
+  /// error, and so is running out of host memory (code "memory").
   static Expected<Session> create(Executable exe, Options options);
   static Expected<Session> create(Executable exe) { return create(std::move(exe), Options{}); }
 
@@ -129,7 +131,8 @@ class Session {
   Session &operator=(Session &&) noexcept;
   ~Session();
 
-  /// Runs once. Safe to call from many threads at once.
+  /// Runs once. Safe to call from many threads at once. Running out of memory is an error with
+  /// code "memory" (an output's names it, its type and bytes); the session stays usable.
   Expected<RunResult> run(const std::vector<NamedTensor> &inputs, const RunOptions &options) const;
   Expected<RunResult> run(const std::vector<NamedTensor> &inputs) const {
     return run(inputs, RunOptions{});
@@ -139,13 +142,18 @@ class Session {
   /// What create() did once: the load steps and the copies they made.
   const LoadStats &loadStats() const;
   /// Bytes of device memory the weights take (their load-time copies included, weights only
-  /// load steps read released), and that one workspace takes (all devices).
+  /// load steps read released; a weight read in place counts, though it is the executable's own
+  /// bytes), and that one workspace takes (all devices).
   size_t weightBytes() const;
   size_t workspaceBytes() const;
 
  private:
   struct State;
   explicit Session(std::unique_ptr<State> state);
+  // create() and run() without their catch of std::bad_alloc.
+  static Expected<Session> make(Executable exe, Options options);
+  Expected<RunResult> runOnce(const std::vector<NamedTensor> &inputs,
+                              const RunOptions &options) const;
   std::unique_ptr<State> state_;
 };
 

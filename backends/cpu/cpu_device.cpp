@@ -1,6 +1,8 @@
 // backends/cpu/cpu_device.cpp — arenas of the virtual CPU devices, copies, prepared kernels.
 #include "backends/cpu/cpu_device.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
@@ -31,7 +33,8 @@ CpuDevice::CpuDevice(Options options) : options_(options) {
 
 CpuDevice::~CpuDevice() {
   for (auto &a : arenas_)
-    for (auto &[p, bytes] : a->blocks) ::operator delete(const_cast<std::byte *>(p), kAlignment);
+    for (auto &[p, block] : a->blocks)
+      if (block.borrows == 0) ::operator delete(const_cast<std::byte *>(p), kAlignment);
 }
 
 CpuDevice::Arena &CpuDevice::arena(Device device) const {
@@ -48,13 +51,33 @@ Expected<std::byte *> CpuDevice::allocate(Device device, size_t bytes) {
   auto *p =
       static_cast<std::byte *>(::operator new(bytes == 0 ? 1 : bytes, kAlignment, std::nothrow));
   if (!p)
-    return makeError("runtime", "out of memory on " + device.str() + ": " + std::to_string(bytes) +
-                                    " bytes requested, " + std::to_string(bytesInUse(device)) +
-                                    " in use");
+    return makeError("memory", "out of memory on " + device.str() + ": " + std::to_string(bytes) +
+                                   " bytes requested, " + std::to_string(bytesInUse(device)) +
+                                   " in use");
   std::lock_guard lock(a.mutex);
-  a.blocks.emplace(p, bytes);
+  try {
+    a.blocks.emplace(p, Block{bytes, 0});
+  } catch (const std::bad_alloc &) {  // the block's entry: without it the block would leak
+    ::operator delete(p, kAlignment);
+    return makeError("memory", "out of host memory for the bookkeeping of " +
+                                   std::to_string(bytes) + " bytes on " + device.str());
+  }
   a.inUse += bytes;
   return p;
+}
+
+std::byte *CpuDevice::borrowHost(Device device, const std::byte *host, size_t bytes) {
+  Arena &a = arena(device);
+  if (reinterpret_cast<uintptr_t>(host) % static_cast<size_t>(kAlignment) != 0) return nullptr;
+  std::lock_guard lock(a.mutex);
+  // The same bytes lent again (two slots of one weight) share one block.
+  auto [it, fresh] = a.blocks.try_emplace(host, Block{bytes, 0});
+  FERRY_CHECK(fresh || it->second.borrows > 0)
+      << "borrowHost of " << static_cast<const void *>(host) << ", an allocation of "
+      << device.str();
+  it->second.bytes = std::max(it->second.bytes, bytes);
+  ++it->second.borrows;
+  return const_cast<std::byte *>(host);
 }
 
 void CpuDevice::release(Device device, std::byte *data) {
@@ -64,7 +87,11 @@ void CpuDevice::release(Device device, std::byte *data) {
     auto it = a.blocks.find(data);
     FERRY_CHECK(it != a.blocks.end()) << "release of " << static_cast<const void *>(data)
                                       << ", not an allocation of " << device.str();
-    a.inUse -= it->second;
+    if (it->second.borrows > 0) {  // host memory someone else frees
+      if (--it->second.borrows == 0) a.blocks.erase(it);
+      return;
+    }
+    a.inUse -= it->second.bytes;
     a.blocks.erase(it);
   }
   ::operator delete(data, kAlignment);
@@ -78,7 +105,7 @@ bool CpuDevice::owns(Device device, const std::byte *data, size_t bytes) const {
   auto it = a.blocks.upper_bound(data);  // the first block starting after `data`
   if (it == a.blocks.begin()) return false;
   --it;
-  const size_t size = std::max<size_t>(it->second, 1);
+  const size_t size = std::max<size_t>(it->second.bytes, 1);
   return data >= it->first && data + bytes <= it->first + size;
 }
 

@@ -42,6 +42,8 @@ class CpuDevice final : public DeviceRuntime {
   Expected<std::byte *> allocate(Device device, size_t bytes) override;
   void release(Device device, std::byte *data) override;
   bool hostAccessible() const override { return true; }
+  /// `host` itself when it is 64-byte aligned (as allocate()'s memory is), else null.
+  std::byte *borrowHost(Device device, const std::byte *host, size_t bytes) override;
   bool owns(Device device, const std::byte *data, size_t bytes) const override;
   Status copy(Device from, const std::byte *source, Device to, std::byte *destination,
               size_t bytes, Stream stream) override;
@@ -53,14 +55,20 @@ class CpuDevice final : public DeviceRuntime {
                                                     const StepSpec &step) override;
   Status launch(const PreparedKernel &kernel, const KernelArgs &args, Stream stream) override;
 
-  /// Bytes currently allocated on `device`.
+  /// Bytes currently allocated on `device` (borrowed host memory is not).
   size_t bytesInUse(Device device) const;
 
  private:
-  // One device's memory: its live allocations by start address.
+  // One live block of a device's memory: allocated, or borrowed host memory (lent as many times
+  // as `borrows` says, freed by no one here).
+  struct Block {
+    size_t bytes = 0;
+    int borrows = 0;
+  };
+  // One device's memory: its live blocks by start address.
   struct Arena {
     mutable std::mutex mutex;
-    std::map<const std::byte *, size_t> blocks;
+    std::map<const std::byte *, Block> blocks;
     size_t inUse = 0;
   };
   Arena &arena(Device device) const;

@@ -3,8 +3,10 @@
 #include "backends/cpu/parallel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <thread>
 #include <unsupported/Eigen/CXX11/ThreadPool>
@@ -48,20 +50,32 @@ void parallelFor(int64_t n, int64_t grain, RangeFn body) {
   const int64_t chunks = (n + chunk - 1) / chunk;
   Eigen::Barrier done(static_cast<unsigned>(chunks - 1));
   // Each task captures one pointer and its chunk index: small enough for std::function's inline
-  // storage, so scheduling allocates nothing.
+  // storage, so scheduling allocates nothing. An exception (std::bad_alloc out of a body) must
+  // not leave a worker, which would terminate the process, nor leave this frame before every
+  // chunk is done with `shared`: each chunk catches its own, the first is rethrown here at the end.
   struct Shared {
     RangeFn body;
     int64_t n, chunk;
     Eigen::Barrier *done;
+    std::atomic<bool> failed{false};
+    std::exception_ptr error;
+    void run(int64_t c) noexcept {
+      try {
+        body(c * chunk, std::min(n, (c + 1) * chunk));
+      } catch (...) {
+        if (!failed.exchange(true)) error = std::current_exception();
+      }
+    }
   } shared{body, n, chunk, &done};
   for (int64_t c = 1; c < chunks; ++c) {
     p.Schedule([s = &shared, c] {
-      s->body(c * s->chunk, std::min(s->n, (c + 1) * s->chunk));
+      s->run(c);
       s->done->Notify();
     });
   }
-  body(0, std::min(n, chunk));
+  shared.run(0);
   done.Wait();
+  if (shared.error) std::rethrow_exception(shared.error);
 }
 
 }  // namespace ferry::cpu

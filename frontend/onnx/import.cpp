@@ -893,9 +893,14 @@ Expected<Graph> Importer::run() {
 
 namespace ferry {
 
-Expected<Graph> importOnnx(std::span<const std::byte> bytes, std::string_view fileName,
-                           const std::string &baseDir, const OnnxImportOptions &options) {
-  onnx::ModelProto model;
+namespace {
+
+Expected<Graph> importModel(std::span<const std::byte> bytes, std::string_view fileName,
+                            const std::string &baseDir, const OnnxImportOptions &options) {
+  // On an arena: protobuf's parser is not exception-safe (a std::bad_alloc midway leaked the
+  // messages it had made but not yet linked, item 7's sweep found), and the arena frees them all.
+  google::protobuf::Arena arena;
+  onnx::ModelProto &model = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
     return makeError("onnx", "the model is larger than 2 GiB; store its weights as external data",
                      Location{FileName(fileName), 0, 0, {}});
@@ -924,7 +929,7 @@ Expected<Graph> importOnnx(std::span<const std::byte> bytes, std::string_view fi
   }
 }
 
-Expected<Graph> importOnnxFile(const std::string &path, const OnnxImportOptions &options) {
+Expected<Graph> readAndImport(const std::string &path, const OnnxImportOptions &options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return makeError("io", "cannot open '" + path + "'");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -932,6 +937,19 @@ Expected<Graph> importOnnxFile(const std::string &path, const OnnxImportOptions 
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
   return importOnnx(std::as_bytes(std::span(bytes)), path, dir, options);
+}
+
+}  // namespace
+
+Expected<Graph> importOnnx(std::span<const std::byte> bytes, std::string_view fileName,
+                           const std::string &baseDir, const OnnxImportOptions &options) {
+  return catchOutOfMemory([&] { return "importing " + std::string(fileName); },
+                          [&] { return importModel(bytes, fileName, baseDir, options); });
+}
+
+Expected<Graph> importOnnxFile(const std::string &path, const OnnxImportOptions &options) {
+  return catchOutOfMemory([&] { return "importing " + path; },
+                          [&] { return readAndImport(path, options); });
 }
 
 }  // namespace ferry

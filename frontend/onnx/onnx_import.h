@@ -45,7 +45,7 @@ struct OnnxImportOptions {
 /// Imports the model in `path`. External data files are read relative to its folder. Errors are
 /// diagnostics located at the node, initializer or input they concern — all of them in one run
 /// (unsupported ops are one error listing every one with its nodes); a malformed file is an error,
-/// never a crash.
+/// never a crash, and so is running out of host memory (code "memory").
 Expected<Graph> importOnnxFile(const std::string &path, const OnnxImportOptions &options = {});
 
 /// Imports a serialized ModelProto. `fileName` names it in locations; `baseDir` is the folder

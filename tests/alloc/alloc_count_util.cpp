@@ -1,5 +1,6 @@
 // tests/alloc/alloc_count_util.cpp — counts every heap allocation of the alloc_tests binary (a
-// replaced global operator new) and launches compiled models' steps under the count.
+// replaced global operator new), fails one on demand (failAllocation), and launches compiled
+// models' steps under the count.
 #include "alloc/alloc_count.h"
 
 #include <gtest/gtest.h>
@@ -15,17 +16,32 @@
 
 namespace {
 std::atomic<long> allocations{0};
+// The value of `allocations` whose allocation throws; 0: none armed.
+std::atomic<long> failAt{0};
+
+// Counts one allocation, on any thread, and throws std::bad_alloc if it is the armed one.
+void count() {
+  const long n = allocations.fetch_add(1, std::memory_order_relaxed) + 1;
+  long armed = n;
+  if (failAt.load(std::memory_order_relaxed) == n &&
+      failAt.compare_exchange_strong(armed, 0, std::memory_order_relaxed))
+    throw std::bad_alloc();
+}
 }  // namespace
 
+// The replacements pair malloc with free; GCC's check, seeing operator new's throw inlined into
+// them, takes free for a mismatch.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
 void *operator new(size_t n) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
+  count();
   if (void *p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }
 void operator delete(void *p) noexcept { std::free(p); }
 void operator delete(void *p, size_t) noexcept { std::free(p); }
 void *operator new(size_t n, std::align_val_t a) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
+  count();
   const size_t align = static_cast<size_t>(a);
   if (void *p = std::aligned_alloc(align, (n + align - 1) / align * align)) return p;
   throw std::bad_alloc();
@@ -34,6 +50,12 @@ void operator delete(void *p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void *p, size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace ferry::alloctest {
+
+long allocationCount() { return allocations.load(); }
+
+void failAllocation(long n) { failAt.store(allocations.load() + n); }
+
+bool disarmFailure() { return failAt.exchange(0) == 0; }
 
 std::map<std::string, long> allocationsPerOp(const std::string &model, CompileOptions options) {
   Expected<Graph> g = parseFile(std::string(FERRY_SOURCE_DIR) + "/" + model);

@@ -41,6 +41,29 @@ TEST(CpuBackend, ArenasOwnTheirAllocationsOnly) {
   b.release(Device::cpu(1), *p1);
 }
 
+// Host memory lent in place (a weight read where it lies): owned by the device while lent, counted
+// in no arena's bytes, lent again for a second slot of the same weight, and never freed here
+// (ASan would report a free of memory the arena did not allocate). Unaligned memory is refused.
+TEST(CpuBackend, LendsAlignedHostMemoryInPlace) {
+  CpuDevice b(checked(2));
+  alignas(64) std::byte host[256] = {};
+  EXPECT_EQ(b.borrowHost(Device::cpu(1), host, 256), host);
+  EXPECT_EQ(b.borrowHost(Device::cpu(1), host, 256), host);
+  EXPECT_EQ(b.borrowHost(Device::cpu(1), host + 1, 8), nullptr);
+  EXPECT_TRUE(b.owns(Device::cpu(1), host + 128, 128));
+  EXPECT_FALSE(b.owns(Device::cpu(1), host + 128, 129));
+  EXPECT_FALSE(b.owns(Device::cpu(0), host, 256));
+  EXPECT_EQ(b.bytesInUse(Device::cpu(1)), 0u);
+  Expected<std::byte *> p = b.allocate(Device::cpu(1), 256);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(b.copy(Device::cpu(1), host, Device::cpu(1), *p, 256, Stream{}).ok());
+  b.release(Device::cpu(1), host);
+  EXPECT_TRUE(b.owns(Device::cpu(1), host, 256));  // lent twice, given back once
+  b.release(Device::cpu(1), host);
+  EXPECT_FALSE(b.owns(Device::cpu(1), host, 1));
+  b.release(Device::cpu(1), *p);
+}
+
 TEST(CpuBackendDeathTest, ReleasingMemoryOfAnotherDeviceIsABug) {
   CpuDevice b(checked(2));
   std::byte *p = *b.allocate(Device::cpu(1), 16);

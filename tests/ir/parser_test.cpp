@@ -1,6 +1,9 @@
 // tests/ir/parser_test.cpp — what the `.fy` parser builds: types, pins, params, attributes,
 // locations, outputs, files; and that it reports every error of a text without cascades.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -348,7 +351,8 @@ namespace {
 TEST(Parser, AParamTheHostCannotHoldIsAnError) {
   Expected<Graph> g =
       parseGraph("graph g {\n  param %w : f32[1000000,1000000,1000] = zeros\n  output %w\n}\n",
-                 "big.fy", {.maxParamBytes = int64_t{1} << 62});
+                 "big.fy",
+                 {.maxParamBytes = int64_t{1} << 62, .maxTotalParamBytes = int64_t{1} << 62});
   ASSERT_FALSE(g.ok());
   const Diagnostic &d = g.status().diagnostics()[0];
   EXPECT_EQ(d.code, "memory");
@@ -357,6 +361,82 @@ TEST(Parser, AParamTheHostCannotHoldIsAnError) {
                            "4000000000000000 bytes"),
             std::string::npos)
       << d.message;
+}
+
+}  // namespace
+}  // namespace ferry
+
+namespace ferry {
+namespace {
+
+// What parsing `text` gives in a child process whose address space is limited to `limitBytes`
+// (RLIMIT_AS): "<code>: <message>" of the first diagnostic, or "ok". A parser that allocated a
+// param the limit cannot hold would say "memory: out of memory ...".
+std::string parseUnderAddressLimit(const std::string &text, uint64_t limitBytes) {
+  int fds[2];
+  if (::pipe(fds) != 0) return "pipe failed";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    struct rlimit limit {limitBytes, limitBytes};
+    ::setrlimit(RLIMIT_AS, &limit);
+    Expected<Graph> g = parseGraph(text, "huge.fy");
+    const std::string said =
+        g.ok() ? "ok"
+               : g.status().diagnostics()[0].code + ": " + g.status().diagnostics()[0].message;
+    [[maybe_unused]] ssize_t n = ::write(fds[1], said.data(), said.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string said;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;)
+    said.append(buffer, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? said : "the child did not exit cleanly";
+}
+
+// A few hundred bytes that declare 20 GiB of params, each within maxParamBytes (4 GiB), are
+// refused for their total (default limit 16 GiB) before any of them is allocated: in a child
+// that cannot map 1 GiB, the error is the limit, not an out-of-memory one.
+TEST(Parser, ParamsDeclaringMoreThanTheTotalLimitAreRefusedBeforeAnyIsAllocated) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "sanitizers reserve more address space than the limit this test sets";
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+  GTEST_SKIP() << "sanitizers reserve more address space than the limit this test sets";
+#endif
+#endif
+  std::string text = "graph huge {\n";
+  for (int i = 0; i < 5; ++i)
+    text += "  param %w" + std::to_string(i) + " : f32[1073741824] = randn(seed=" +
+            std::to_string(i) + ")\n";
+  text += "  output %w0, %w1, %w2, %w3, %w4\n}\n";
+  ASSERT_LT(text.size(), 339u);
+  const std::string said = parseUnderAddressLimit(text, uint64_t{1} << 30);
+  EXPECT_EQ(said,
+            "limit: the graph's params declare 21474836480 bytes together, more than the limit "
+            "of 17179869184 bytes (ParseOptions::maxTotalParamBytes)");
+}
+
+// The limit is an option: the error is at the param that passes it, and names the total of all.
+TEST(Parser, TheTotalParamLimitIsAnOption) {
+  const std::string text =
+      "graph g {\n  param %a : f32[100] = zeros\n  param %b : f32[100] = ones\n"
+      "  param %c : f32[50] = zeros\n  output %a\n}\n";
+  EXPECT_TRUE(parseGraph(text, "g.fy", {.maxTotalParamBytes = 1000}).ok());
+  Expected<Graph> g = parseGraph(text, "g.fy", {.maxTotalParamBytes = 799});
+  ASSERT_FALSE(g.ok());
+  ASSERT_EQ(g.status().diagnostics().size(), 1u);
+  const Diagnostic &d = g.status().diagnostics()[0];
+  EXPECT_EQ(d.code, "limit");
+  EXPECT_EQ(d.loc.str(), "g.fy:3:9");
+  EXPECT_EQ(d.message, "the graph's params declare 1000 bytes together, more than the limit of 799 "
+                       "bytes (ParseOptions::maxTotalParamBytes)");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -169,6 +171,35 @@ TEST(TensorData, AllocationsTheHostCannotHoldAreErrors) {
   Expected<TensorData> small = TensorData::allocateRandn(DType::F32, {2, 3}, 7, "input 'x'");
   ASSERT_TRUE(small.ok());
   EXPECT_TRUE(*small == TensorData::randn(DType::F32, {2, 3}, 7));
+}
+
+// Storage is 64-byte aligned (device memory is, so that the host can read a weight in place). A
+// view holds its owner while it or a copy lives, copies nothing, and turns into a copy of its
+// own when written, leaving the viewed bytes as they were.
+TEST(TensorData, ViewsShareTheirOwnersBytesUntilWritten) {
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(TensorData(DType::F32, {3}).bytes().data()) % 64, 0u);
+  auto owner = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4});
+  const std::weak_ptr<std::vector<float>> watch = owner;
+  std::span<const std::byte> raw = std::as_bytes(std::span<const float>(*owner));
+  TensorData v = TensorData::view({DType::F32, {2, 2}}, raw, owner);
+  owner.reset();
+  ASSERT_FALSE(watch.expired());
+  EXPECT_TRUE(v.isView());
+  EXPECT_EQ(v.bytes().data(), raw.data());
+  EXPECT_EQ(v.at(3), 4.0);
+  TensorData copy = v;
+  EXPECT_TRUE(copy.sharesBytesWith(v));
+  EXPECT_EQ(v, TensorData::fromDoubles(DType::F32, {2, 2}, std::vector<double>{1, 2, 3, 4}));
+  TensorData written = v;
+  written.set(0, 9);
+  EXPECT_FALSE(written.isView());
+  EXPECT_NE(written.bytes().data(), raw.data());
+  EXPECT_EQ(v.at(0), 1.0);
+  EXPECT_EQ(written.at(0), 9.0);
+  v = TensorData();
+  EXPECT_FALSE(watch.expired());  // `copy` still views it
+  copy = TensorData();
+  EXPECT_TRUE(watch.expired());
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "backends/cpu/cpu_device.h"
@@ -39,6 +40,9 @@ class HostedDevice final : public DeviceRuntime {
     return DeviceRuntime::allocateHost(bytes);
   }
   bool hostAccessible() const override { return hostAccessible_; }
+  std::byte *borrowHost(Device d, const std::byte *host, size_t bytes) override {
+    return lendsHost ? inner_.borrowHost(inner(d), host, bytes) : nullptr;
+  }
   bool owns(Device d, const std::byte *data, size_t bytes) const override {
     return d.kind == kind_ && inner_.owns(inner(d), data, bytes);
   }
@@ -63,6 +67,10 @@ class HostedDevice final : public DeviceRuntime {
   }
   Status launch(const PreparedKernel &kernel, const KernelArgs &args, Stream s) override {
     std::vector<const std::byte *> operands(args.operands.begin(), args.operands.end());
+    {
+      std::lock_guard lock(launchedMutex_);
+      launched.push_back(operands);
+    }
     return issue(s, [this, &kernel, operands = std::move(operands), result = args.result,
                      scratch = args.scratch] {
       return inner_.launch(kernel, KernelArgs{operands, result, scratch}, Stream{});
@@ -95,6 +103,12 @@ class HostedDevice final : public DeviceRuntime {
   }
 
   static inline std::atomic<int> uploads = 0, downloads = 0, staged = 0;
+  /// Whether borrowHost() lends host memory in place, as the CPU's runtime does (off: as a
+  /// GPU's, which uploads).
+  bool lendsHost = false;
+  /// The operand pointers of every launch, in the order they were issued (read it once the
+  /// runs are done).
+  std::vector<std::vector<const std::byte *>> launched;
 
  private:
   struct Queue {
@@ -135,6 +149,7 @@ class HostedDevice final : public DeviceRuntime {
     return Device::cpu(d.index);
   }
 
+  std::mutex launchedMutex_;
   DeviceKind kind_;
   bool hostAccessible_, queued_;
   CpuDevice inner_;

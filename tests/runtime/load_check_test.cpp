@@ -188,5 +188,27 @@ TEST(LoadChecks, ValidateRefusesSlotTypesTheLoaderWouldRefuse) {
       << s.message();
 }
 
+// Found by executable_fuzz: a file whose workspace size was mutated to 7.8e18 bytes loaded, and
+// Session::create asked the allocator for it. A workspace ends where its last slot or scratch
+// block ends (runtime/memory_plan.h); one larger than that is refused at load, before it is
+// allocated. The seed found by the fuzzer is kept under tests/fuzz/regressions/executable/.
+TEST(LoadChecks, AWorkspaceLargerThanItsSlotsAndScratchNeedIsRefused) {
+  Executable exe = mlp();
+  ASSERT_TRUE(exe.validate().ok());
+  ASSERT_EQ(exe.workspaces.size(), 1u);
+  const size_t planned = exe.workspaces[0].bytes;
+  exe.workspaces[0].bytes = planned + Executable::kAlignment;
+  Status s = exe.validate();
+  EXPECT_EQ(s.message(), "error: the workspace on cpu is " +
+                             std::to_string(planned + Executable::kAlignment) +
+                             " bytes, but its slots and scratch end at byte " +
+                             std::to_string(planned) + " [artifact]");
+  exe.workspaces[0].bytes = 0x6c756d74616d1240;  // the fuzzer's: "matmul" read as a size
+  EXPECT_TRUE(has(exe.validate().message(), "the workspace on cpu is 7815273074989535808 bytes"))
+      << exe.validate().message();
+  exe.workspaces[0].bytes = planned;  // and the size lowering plans still loads
+  EXPECT_TRUE(exe.validate().ok()) << exe.validate().message();
+}
+
 }  // namespace
 }  // namespace ferry

@@ -172,6 +172,9 @@ TEST_F(FerryCompileUsage, EveryOptionOfHelpRejectsABadValue) {
        {"--shape x", "--shape: expected NAME=D0,D1,... (e.g. --shape x=1,784), got 'x'"}},
       {"--input-value",
        {"--input-value x", "--input-value: applies to ONNX models (.onnx)"}},
+      {"--max-total-param-bytes",
+       {"--max-total-param-bytes 0",
+        "--max-total-param-bytes: expected a positive integer, got '0'"}},
       {"--explain", {"--explain %nosuch", "--explain: no value %nosuch"}},
       {"--help", {"--help=x", "--help takes no value, got 'x'"}},
   };

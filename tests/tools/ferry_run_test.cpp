@@ -551,6 +551,7 @@ TEST_F(FerryRun, HelpListsEveryOption) {
                         "--warmup",
                         "--outputs-on-device",
                         "--check",
+                        "--max-total-param-bytes",
                         "--devices",
                         "--target",
                         "--placement",

@@ -96,6 +96,22 @@ Status readInputValueFlags(const std::vector<std::string> &specs, const std::str
   return {};
 }
 
+void addParamLimitFlag(CLI::App &app, std::string &value) {
+  app.add_option("--max-total-param-bytes", value,
+                 "Refuse models whose params take more bytes in all (default 2^34)")
+      ->type_name("N");
+}
+
+Status applyParamLimitFlag(const std::string &value, LoadOptions &options) {
+  std::optional<int64_t> limit;
+  FERRY_TRY(integerFlag(value, "--max-total-param-bytes", 1, limit));
+  if (!limit) return {};
+  options.parse.maxTotalParamBytes = *limit;
+  options.onnx.maxTotalParamBytes = *limit;
+  options.executable.maxTotalWeightBytes = *limit;
+  return {};
+}
+
 Device onnxInputDevice(const CompileOptions &c) {
   const bool host = std::find(c.devices.begin(), c.devices.end(), Device::cpu()) != c.devices.end();
   return host ? Device::cpu() : c.target;

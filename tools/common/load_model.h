@@ -13,6 +13,7 @@
 #include "ir/parser.h"
 #include "ir/status.h"
 #include "passes/options.h"
+#include "runtime/executable.h"
 
 namespace CLI {
 class App;
@@ -20,11 +21,22 @@ class App;
 
 namespace ferry {
 
-/// How loadModel() reads each kind of model.
+/// How loadModel() reads each kind of model, and how ferry-run loads a saved executable.
 struct LoadOptions {
   ParseOptions parse;      ///< for `.fy` text
   OnnxImportOptions onnx;  ///< for `.onnx` models (--shape fills its inputShapes)
+  Executable::LoadOptions executable;  ///< for saved executables (`.ferry`)
 };
+
+/// Adds `--max-total-param-bytes N`, bound to `value`: the limit on the bytes of a model's
+/// params (weights) together.
+void addParamLimitFlag(CLI::App &app, std::string &value);
+
+/// Sets the --max-total-param-bytes `value` (when given) as every reader's limit in `options`:
+/// ParseOptions::maxTotalParamBytes, OnnxImportOptions::maxTotalParamBytes and
+/// Executable::LoadOptions::maxTotalWeightBytes; a value that is no positive integer is an error
+/// naming the flag.
+Status applyParamLimitFlag(const std::string &value, LoadOptions &options);
 
 /// Adds `--shape NAME=D0,D1,...` (repeatable), bound to `specs`.
 void addShapeFlag(CLI::App &app, std::vector<std::string> &specs);

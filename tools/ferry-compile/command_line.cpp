@@ -45,6 +45,7 @@ void addOptions(CLI::App &app, Options &o) {
   app.add_flag("--no-locations", o.noLocations, "Leave source locations out of the output");
   addShapeFlag(app, o.shapes);
   addInputValueFlag(app, o.inputValues);
+  addParamLimitFlag(app, o.maxTotalParamBytes);
   addPolicyFlags(app, o.compile);
   app.add_option("--stop-after", o.stopAfter, "Stop after this pass: " + passNames())
       ->type_name("PASS");

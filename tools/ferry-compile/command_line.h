@@ -22,6 +22,7 @@ struct Options {
   CompileFlags compile;
   std::vector<std::string> shapes;  ///< --shape NAME=D0,D1,...: an ONNX model's input shapes
   std::vector<std::string> inputValues;  ///< --input-value NAME=FILE: ONNX inputs fixed at import
+  std::string maxTotalParamBytes;        ///< --max-total-param-bytes N
   std::string stopAfter;
   bool stats = false;
   /// --explain: "*" for a bare --explain (rejections), else value names.

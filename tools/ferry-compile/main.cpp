@@ -55,6 +55,7 @@ Status compileOptions(const Options &o, CompileOptions &c, LoadOptions &load) {
   FERRY_TRY(parseShapeFlags(o.shapes, load.onnx.inputShapes));
   FERRY_TRY(checkShapesApply(o.shapes, o.model));
   FERRY_TRY(readInputValueFlags(o.inputValues, o.model, load.onnx.inputValues));
+  FERRY_TRY(applyParamLimitFlag(o.maxTotalParamBytes, load));
   FERRY_TRY(toCompileOptions(o.compile, c));
   load.onnx.inputDevice = onnxInputDevice(c);
   return {};

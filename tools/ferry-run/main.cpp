@@ -77,6 +77,7 @@ struct Options {
   std::string compileFlagGiven;  // the first compile flag on the command line, or ""
   std::vector<std::string> shapes;
   std::vector<std::string> inputs;
+  std::string maxTotalParamBytes;  // "" when not given
   std::string checkDir;
   std::string rtol;  // "" when not given
   std::string atol;
@@ -172,6 +173,7 @@ Status checkFlags(const Options &o, Plan &p) {
   FERRY_TRY(toCompileOptions(o.compile, p.compile));
   FERRY_TRY(parseShapeFlags(o.shapes, p.load.onnx.inputShapes));
   FERRY_TRY(checkShapesApply(o.shapes, o.model));
+  FERRY_TRY(applyParamLimitFlag(o.maxTotalParamBytes, p.load));
   p.load.onnx.inputDevice = onnxInputDevice(p.compile);
   std::unordered_set<std::string> given;
   for (const std::string &spec : o.inputs) {
@@ -222,7 +224,7 @@ std::variant<Executable, int> loadModel(const Options &o, const Plan &p, Report 
     if (!flag.empty())
       return report.usage(flag + ": applies to .fy and ONNX models; '" + o.model +
                           "' is already compiled");
-    Expected<Executable> exe = Executable::load(o.model);
+    Expected<Executable> exe = Executable::load(o.model, p.load.executable);
     if (!exe) return report.usage(oneLine(exe.status()));
     return std::move(exe).value();
   }
@@ -535,6 +537,7 @@ void addOptions(CLI::App &app, Options &o) {
   app.add_option("--atol", o.atol, "--check-dir's absolute tolerance (default 1e-7)")
       ->type_name("X");
   app.add_flag("--check", o.check, "Check every run's copies and kernel operands against the plan");
+  addParamLimitFlag(app, o.maxTotalParamBytes);
   addShapeFlag(app, o.shapes);
   addPolicyFlags(app, o.compile);
   addBudgetFlags(app, o.compile);

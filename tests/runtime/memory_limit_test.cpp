@@ -18,8 +18,17 @@
 namespace ferry {
 namespace {
 
+// The sanitizers reserve terabytes of address space. GCC says so with __SANITIZE_*__, clang only
+// through __has_feature.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;  // the sanitizers reserve terabytes of address space
+#define FERRY_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FERRY_SANITIZED 1
+#endif
+#endif
+#ifdef FERRY_SANITIZED
+constexpr bool kSanitized = true;
 #else
 constexpr bool kSanitized = false;
 #endif

@@ -2,6 +2,8 @@
 #include "runtime/executable.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -75,6 +77,84 @@ std::pair<int, int64_t> transfersOf(const Executable &exe, const std::vector<Ste
       n.second += static_cast<int64_t>(exe.slots[static_cast<size_t>(st.result)].type.byteSize());
     }
   return n;
+}
+
+// The memory plan's promise (runtime/memory_plan.h), checked: two pieces of a workspace (slots,
+// step scratch) live at the same step never share a byte, else a kernel reads what it writes.
+// Lifetimes as lowering plans them: an input from before the first step, an output to after the
+// last, a slot from the step writing it to the last step reading it, scratch for its step. A sweep
+// in step order over the live pieces sorted by offset: O(n log n). Run after the steps are checked.
+Status checkLiveSlotsApart(const Executable &exe) {
+  struct Piece {
+    int64_t first, last;
+    size_t begin, end;  // bytes [begin, end) of the workspace
+    Device device;
+    std::string name;  // "%h", or "the scratch of step 3"
+  };
+  const auto steps = static_cast<int64_t>(exe.steps.size());
+  std::vector<int64_t> first(exe.slots.size(), 0), last(exe.slots.size(), -1);
+  for (int32_t s : exe.inputs) first[static_cast<size_t>(s)] = -1;
+  for (int64_t i = 0; i < steps; ++i) {
+    const Step &st = exe.steps[static_cast<size_t>(i)];
+    first[static_cast<size_t>(st.result)] = i;
+    last[static_cast<size_t>(st.result)] = std::max(last[static_cast<size_t>(st.result)], i);
+    for (int32_t o : st.operands) last[static_cast<size_t>(o)] = i;
+  }
+  for (int32_t s : exe.outputs) last[static_cast<size_t>(s)] = steps;
+  std::vector<Piece> pieces;
+  for (size_t s = 0; s < exe.slots.size(); ++s) {
+    const Slot &slot = exe.slots[s];
+    if ((slot.kind != SlotKind::Input && slot.kind != SlotKind::Activation) ||
+        slot.type.byteSize() == 0)
+      continue;
+    pieces.push_back({first[s], std::max(first[s], last[s]), slot.offset,
+                      slot.offset + slot.type.byteSize(), slot.device, "%" + slot.name});
+  }
+  for (int64_t i = 0; i < steps; ++i) {
+    const Step &st = exe.steps[static_cast<size_t>(i)];
+    if (st.plan.scratchBytes > 0)
+      pieces.push_back({i, i, st.scratchOffset, st.scratchOffset + st.plan.scratchBytes,
+                        exe.slots[static_cast<size_t>(st.result)].device,
+                        "the scratch of step " + std::to_string(i)});
+  }
+  std::vector<size_t> byFirst(pieces.size());
+  for (size_t i = 0; i < pieces.size(); ++i) byFirst[i] = i;
+  std::sort(byFirst.begin(), byFirst.end(),
+            [&](size_t a, size_t b) { return pieces[a].first < pieces[b].first; });
+  // Live pieces by (device, begin); those whose last step is before `now` leave first.
+  std::map<std::pair<Device, size_t>, size_t> live;
+  std::multimap<int64_t, std::map<std::pair<Device, size_t>, size_t>::iterator> byLast;
+  for (size_t i : byFirst) {
+    const Piece &p = pieces[i];
+    while (!byLast.empty() && byLast.begin()->first < p.first) {
+      live.erase(byLast.begin()->second);
+      byLast.erase(byLast.begin());
+    }
+    auto clash = [&](size_t j) {
+      const Piece &q = pieces[j];
+      const int64_t step = std::max(p.first, q.first);
+      std::string at = "step " + std::to_string(step);
+      if (step >= 0 && step < steps)
+        at += " ('" + std::string(opInfo(exe.steps[static_cast<size_t>(step)].op).name) + "')";
+      return makeError("artifact", q.name + " and " + p.name + " are both live at " + at +
+                                       " but share bytes " +
+                                       std::to_string(std::max(p.begin, q.begin)) + " to " +
+                                       std::to_string(std::min(p.end, q.end)) +
+                                       " of the workspace on " + p.device.str());
+    };
+    auto next = live.lower_bound({p.device, p.begin});
+    if (next != live.end() && next->first.first == p.device && pieces[next->second].begin < p.end)
+      return clash(next->second);
+    if (next != live.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first.first == p.device && pieces[prev->second].end > p.begin)
+        return clash(prev->second);
+    }
+    auto [it, fresh] = live.emplace(std::make_pair(p.device, p.begin), i);
+    if (!fresh) return clash(it->second);
+    byLast.emplace(p.last, it);
+  }
+  return Status();
 }
 
 }  // namespace
@@ -242,6 +322,7 @@ Status Executable::validate() const {
                                        " bytes, but its slots and scratch end at byte " +
                                        std::to_string(need));
   }
+  FERRY_TRY(checkLiveSlotsApart(*this));
   // The plan's counts are what Session checks its copies against: they must be the steps'.
   const auto [transfers, transferBytes] = transfersOf(*this, steps);
   if (transfers != planTransfers || transferBytes != planTransferBytes)

@@ -108,12 +108,15 @@ Executable mixed(DTypePolicy::Kind policy) {
 }
 
 // `exe` plus a constant step (lowering turns constants into weights, so only a hand-made step
-// carries a tensor attribute): a bool tensor written to a new activation slot at offset 0.
+// carries a tensor attribute): a bool tensor written to a new activation slot, in bytes added at
+// the end of the workspace (validate() refuses slots live at once that share bytes).
 Executable withTensorAttribute(Executable exe) {
   const TensorData value =
       TensorData::fromDoubles(DType::Bool, {5}, std::vector<double>{1, 0, 1, 1, 0});
-  const Device device = exe.workspaces.at(0).device;
-  exe.slots.push_back(Slot{"k", value.type(), device, SlotKind::Activation, -1, 0});
+  Workspace &ws = exe.workspaces.at(0);
+  const size_t offset = ws.bytes;
+  ws.bytes += Executable::kAlignment;
+  exe.slots.push_back(Slot{"k", value.type(), ws.device, SlotKind::Activation, -1, offset});
   exe.steps.push_back(Step{OpKind::Constant,
                            {value},
                            {},

@@ -210,5 +210,28 @@ TEST(LoadChecks, AWorkspaceLargerThanItsSlotsAndScratchNeedIsRefused) {
   EXPECT_TRUE(exe.validate().ok()) << exe.validate().message();
 }
 
+// Found by executable_fuzz: a file whose offsets were mutated so that relu's operand and result
+// shared bytes loaded, and the kernel copied a buffer onto itself (ASan: memcpy-param-overlap).
+// Two slots (or scratch blocks) live at the same step never share a byte (runtime/memory_plan.h);
+// validate() now checks what the memory plan promises.
+TEST(LoadChecks, SlotsLiveAtTheSameStepThatShareBytesAreRefused) {
+  Executable exe = mlp();
+  const auto h = static_cast<size_t>(slotNamed(exe, "h"));
+  const auto a = static_cast<size_t>(slotNamed(exe, "a"));
+  ASSERT_NE(exe.slots[h].offset, exe.slots[a].offset);
+  exe.slots[a].offset = exe.slots[h].offset;  // relu(%h) written over %h
+  Status s = exe.validate();
+  EXPECT_TRUE(has(s.message(), "%h and %a are both live at step 1 ('relu') but share bytes " +
+                                   std::to_string(exe.slots[h].offset) + " to " +
+                                   std::to_string(exe.slots[h].offset + 128) +
+                                   " of the workspace on cpu"))
+      << s.message();
+  // The same bytes for two slots whose lifetimes do not meet is what the plan does, and loads:
+  // %x is last read at step 0, %a first written at step 1.
+  exe = mlp();
+  exe.slots[a].offset = exe.slots[static_cast<size_t>(slotNamed(exe, "x"))].offset;
+  EXPECT_TRUE(exe.validate().ok()) << exe.validate().message();
+}
+
 }  // namespace
 }  // namespace ferry

@@ -141,15 +141,7 @@ class Lowering {
 // last one.
 void planWorkspaces(Executable &exe) {
   const auto steps = static_cast<int64_t>(exe.steps.size());
-  std::vector<int64_t> first(exe.slots.size(), 0), last(exe.slots.size(), -1);
-  for (int32_t s : exe.inputs) first[static_cast<size_t>(s)] = -1;
-  for (int64_t i = 0; i < steps; ++i) {
-    const Step &st = exe.steps[static_cast<size_t>(i)];
-    first[static_cast<size_t>(st.result)] = i;
-    last[static_cast<size_t>(st.result)] = std::max(last[static_cast<size_t>(st.result)], i);
-    for (int32_t o : st.operands) last[static_cast<size_t>(o)] = i;
-  }
-  for (int32_t s : exe.outputs) last[static_cast<size_t>(s)] = steps;
+  const auto [first, last] = exe.slotLifetimes();
   // Per device: its slots, then its steps with scratch (as ~step index).
   std::map<Device, std::vector<int64_t>> byDevice;
   for (size_t s = 0; s < exe.slots.size(); ++s)

@@ -92,15 +92,7 @@ Status checkLiveSlotsApart(const Executable &exe) {
     std::string name;  // "%h", or "the scratch of step 3"
   };
   const auto steps = static_cast<int64_t>(exe.steps.size());
-  std::vector<int64_t> first(exe.slots.size(), 0), last(exe.slots.size(), -1);
-  for (int32_t s : exe.inputs) first[static_cast<size_t>(s)] = -1;
-  for (int64_t i = 0; i < steps; ++i) {
-    const Step &st = exe.steps[static_cast<size_t>(i)];
-    first[static_cast<size_t>(st.result)] = i;
-    last[static_cast<size_t>(st.result)] = std::max(last[static_cast<size_t>(st.result)], i);
-    for (int32_t o : st.operands) last[static_cast<size_t>(o)] = i;
-  }
-  for (int32_t s : exe.outputs) last[static_cast<size_t>(s)] = steps;
+  const auto [first, last] = exe.slotLifetimes();
   std::vector<Piece> pieces;
   for (size_t s = 0; s < exe.slots.size(); ++s) {
     const Slot &slot = exe.slots[s];
@@ -169,6 +161,21 @@ int32_t Executable::findOutput(std::string_view n) const {
   for (int32_t s : outputs)
     if (slots[static_cast<size_t>(s)].name == n) return s;
   return -1;
+}
+
+Executable::Lifetimes Executable::slotLifetimes() const {
+  const auto n = static_cast<int64_t>(steps.size());
+  Lifetimes l{std::vector<int64_t>(slots.size(), 0), std::vector<int64_t>(slots.size(), -1)};
+  for (int32_t s : inputs) l.first[static_cast<size_t>(s)] = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    const Step &st = steps[static_cast<size_t>(i)];
+    const auto r = static_cast<size_t>(st.result);
+    l.first[r] = i;
+    l.last[r] = std::max(l.last[r], i);
+    for (int32_t o : st.operands) l.last[static_cast<size_t>(o)] = i;
+  }
+  for (int32_t s : outputs) l.last[static_cast<size_t>(s)] = n;
+  return l;
 }
 
 Status Executable::validate() const {

@@ -102,6 +102,14 @@ struct Executable {
   int32_t findInput(std::string_view name) const;
   int32_t findOutput(std::string_view name) const;
 
+  /// Each slot's lifetime in step indices, as the memory plan counts it: `first` is the step
+  /// writing it (-1 for an input: before the first step), `last` the last step reading or
+  /// writing it (steps.size() for an output: after the last step; -1 for a slot no step touches).
+  struct Lifetimes {
+    std::vector<int64_t> first, last;
+  };
+  Lifetimes slotLifetimes() const;
+
   /// What load() and deserialize() accept.
   struct LoadOptions {
     /// Weights taking more bytes than this in all are an error (code "artifact"), found from

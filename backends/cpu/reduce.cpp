@@ -143,7 +143,7 @@ template <class C> struct MaxFloat {
   static Acc identity() { return -std::numeric_limits<C>::infinity(); }
   static void fold(Acc *acc, const In *v, int64_t n) {
     for (int64_t i = 0; i < n; ++i)  // `|`, not Eigen's select: it vectorises
-      acc[i] = (v[i] > acc[i]) | (v[i] != v[i]) ? v[i] : acc[i];
+      acc[i] = ((v[i] > acc[i]) | (v[i] != v[i])) ? v[i] : acc[i];
   }
   static Acc reduce(const In *v, int64_t n) {
     return ConstMap<C>(v, n).template maxCoeff<Eigen::PropagateNaN>();

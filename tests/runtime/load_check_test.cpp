@@ -50,14 +50,6 @@ bool has(const std::string &text, std::string_view part) {
 }
 
 
-Executable mlp() {
-  Expected<Graph> g = parseGraph(kSmallMlp, "mlp.fy");
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  Expected<Executable> exe = build(std::move(g).value(), CompileOptions{});
-  EXPECT_TRUE(exe.ok()) << exe.status().message();
-  return exe ? std::move(exe).value() : Executable{};
-}
-
 int32_t slotNamed(const Executable &exe, std::string_view name) {
   for (size_t i = 0; i < exe.slots.size(); ++i)
     if (exe.slots[i].name == name) return static_cast<int32_t>(i);
@@ -131,7 +123,7 @@ TEST(WhatCompilesLoads, RanksBeyondTheLoadersLimitAreRefusedAtCompile) {
 // promotes to the f32 its result is typed, so the shape rule alone lets it through, but the
 // CPU's linear kernel reads its operands in f32.
 TEST(LoadChecks, AnOperandWhoseDTypeWasEditedIsRefusedAtLoadWithTheStepNamed) {
-  const Executable exe = mlp();
+  const Executable exe = compiledSmallMlp();
   std::string bytes = exe.serialize();
   const std::string record = str("x") + str("f32");
   const size_t at = bytes.find(record, kHeader);
@@ -143,7 +135,7 @@ TEST(LoadChecks, AnOperandWhoseDTypeWasEditedIsRefusedAtLoadWithTheStepNamed) {
 }
 
 TEST(LoadChecks, ValidateChecksEveryStepsResultAgainstItsShapeRule) {
-  Executable exe = mlp();
+  Executable exe = compiledSmallMlp();
   ASSERT_TRUE(exe.validate().ok());
   const int32_t h = slotNamed(exe, "h");
   ASSERT_EQ(exe.slots[static_cast<size_t>(h)].type, (TensorType{DType::F32, {4, 8}}));
@@ -161,7 +153,7 @@ TEST(LoadChecks, ValidateChecksEveryStepsResultAgainstItsShapeRule) {
 }
 
 TEST(LoadChecks, ValidateChecksEveryStepsOperandDTypes) {
-  Executable exe = mlp();
+  Executable exe = compiledSmallMlp();
   exe.slots[static_cast<size_t>(slotNamed(exe, "a"))].type.dtype = DType::F16;
   exe.steps[1].op = OpKind::Identity;  // relu f32 -> f16 would be a shape-rule error instead
   Status s = exe.validate();
@@ -169,7 +161,7 @@ TEST(LoadChecks, ValidateChecksEveryStepsOperandDTypes) {
                                "gives f32[4,8]"))
       << s.message();
   // %x made f16 in memory, as the file edit above: linear(f16, f32, f32) still gives f32.
-  exe = mlp();
+  exe = compiledSmallMlp();
   exe.slots[static_cast<size_t>(slotNamed(exe, "x"))].type.dtype = DType::F16;
   s = exe.validate();
   EXPECT_TRUE(has(s.message(), "step 0 ('linear'): operand 0 (x) %x is f16[4,16], but 'linear' "
@@ -178,7 +170,7 @@ TEST(LoadChecks, ValidateChecksEveryStepsOperandDTypes) {
 }
 
 TEST(LoadChecks, ValidateRefusesSlotTypesTheLoaderWouldRefuse) {
-  Executable exe = mlp();
+  Executable exe = compiledSmallMlp();
   const int32_t x = slotNamed(exe, "x");
   exe.slots[static_cast<size_t>(x)].type.shape = {0, int64_t{1} << 62, 4};
   Status s = exe.validate();
@@ -193,7 +185,7 @@ TEST(LoadChecks, ValidateRefusesSlotTypesTheLoaderWouldRefuse) {
 // block ends (runtime/memory_plan.h); one larger than that is refused at load, before it is
 // allocated. The seed found by the fuzzer is kept under tests/fuzz/regressions/executable/.
 TEST(LoadChecks, AWorkspaceLargerThanItsSlotsAndScratchNeedIsRefused) {
-  Executable exe = mlp();
+  Executable exe = compiledSmallMlp();
   ASSERT_TRUE(exe.validate().ok());
   ASSERT_EQ(exe.workspaces.size(), 1u);
   const size_t planned = exe.workspaces[0].bytes;
@@ -215,7 +207,7 @@ TEST(LoadChecks, AWorkspaceLargerThanItsSlotsAndScratchNeedIsRefused) {
 // Two slots (or scratch blocks) live at the same step never share a byte (runtime/memory_plan.h);
 // validate() now checks what the memory plan promises.
 TEST(LoadChecks, SlotsLiveAtTheSameStepThatShareBytesAreRefused) {
-  Executable exe = mlp();
+  Executable exe = compiledSmallMlp();
   const auto h = static_cast<size_t>(slotNamed(exe, "h"));
   const auto a = static_cast<size_t>(slotNamed(exe, "a"));
   ASSERT_NE(exe.slots[h].offset, exe.slots[a].offset);
@@ -228,7 +220,7 @@ TEST(LoadChecks, SlotsLiveAtTheSameStepThatShareBytesAreRefused) {
       << s.message();
   // The same bytes for two slots whose lifetimes do not meet is what the plan does, and loads:
   // %x is last read at step 0, %a first written at step 1.
-  exe = mlp();
+  exe = compiledSmallMlp();
   exe.slots[a].offset = exe.slots[static_cast<size_t>(slotNamed(exe, "x"))].offset;
   EXPECT_TRUE(exe.validate().ok()) << exe.validate().message();
 }

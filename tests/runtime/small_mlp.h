@@ -2,7 +2,14 @@
 // know byte by byte (examples/mlp.fy may change; this may not without those tests).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string_view>
+#include <utility>
+
+#include "passes/lower.h"
+#include "ir/parser.h"
+#include "runtime/executable.h"
 
 namespace ferry {
 
@@ -19,5 +26,15 @@ inline constexpr std::string_view kSmallMlp = R"(graph mlp {
   output %probs
 }
 )";
+
+/// kSmallMlp compiled with the default options (a test failure, and an empty executable, if not).
+inline Executable compiledSmallMlp() {
+  Expected<Graph> g = parseGraph(kSmallMlp, "mlp.fy");
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  if (!g) return Executable{};
+  Expected<Executable> exe = build(std::move(g).value(), CompileOptions{});
+  EXPECT_TRUE(exe.ok()) << exe.status().message();
+  return exe ? std::move(exe).value() : Executable{};
+}
 
 }  // namespace ferry

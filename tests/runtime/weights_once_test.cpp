@@ -24,14 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Executable smallMlp() {
-  Expected<Graph> g = parseGraph(kSmallMlp, "mlp.fy");
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  Expected<Executable> exe = build(std::move(g).value(), CompileOptions{});
-  EXPECT_TRUE(exe.ok()) << exe.status().message();
-  return exe ? std::move(exe).value() : Executable{};
-}
-
 // The address ranges at which this process maps the file `path` (from /proc/self/maps).
 std::vector<std::pair<uintptr_t, uintptr_t>> mappingsOf(const fs::path &path) {
   const std::string want = fs::canonical(path).string();
@@ -63,7 +55,7 @@ bool inside(const std::vector<std::pair<uintptr_t, uintptr_t>> &ranges, const Te
 TEST(WeightsOnce, ALoadedExecutablesWeightsAreTheFilesMappedBytes) {
   testutil::ScratchDir dir("WeightsOnce.mapped");
   const fs::path file = dir.path() / "mlp.ferry";
-  const Executable saved = smallMlp();
+  const Executable saved = compiledSmallMlp();
   ASSERT_TRUE(saved.save(file.string()).ok());
   Expected<Executable> loaded = Executable::load(file.string());
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
@@ -93,11 +85,11 @@ TEST(WeightsOnce, ASessionOnTheHostReadsTheWeightsInPlace) {
     SCOPED_TRACE(lends ? "lends host memory" : "does not");
     testutil::ScratchDir dir("WeightsOnce.inPlace");
     const fs::path file = dir.path() / "mlp.ferry";
-    ASSERT_TRUE(smallMlp().save(file.string()).ok());
+    ASSERT_TRUE(compiledSmallMlp().save(file.string()).ok());
     for (bool fromFile : {true, false}) {
       SCOPED_TRACE(fromFile ? "loaded from a file" : "compiled from .fy");
       Expected<Executable> exe =
-          fromFile ? Executable::load(file.string()) : Expected<Executable>(smallMlp());
+          fromFile ? Executable::load(file.string()) : Expected<Executable>(compiledSmallMlp());
       ASSERT_TRUE(exe.ok()) << exe.status().message();
       std::vector<const std::byte *> weights;
       for (const TensorData &w : exe->weights) weights.push_back(w.bytes().data());
@@ -137,7 +129,7 @@ TEST(WeightsOnce, ASessionOnTheHostReadsTheWeightsInPlace) {
 TEST(WeightsOnce, WeightsBeyondTheLoadersLimitAreRefused) {
   testutil::ScratchDir dir("WeightsOnce.limit");
   const fs::path file = dir.path() / "mlp.ferry";
-  const Executable exe = smallMlp();
+  const Executable exe = compiledSmallMlp();
   ASSERT_TRUE(exe.save(file.string()).ok());
   size_t total = 0;
   for (const TensorData &w : exe.weights) total += w.byteSize();

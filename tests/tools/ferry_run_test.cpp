@@ -881,8 +881,9 @@ TEST_F(FerryRun, RandomInputsTheHostCannotHoldAreAnError) {
   output %y
 }
 )");
-  // Sanitizer builds: a huge request returns null (std::bad_alloc) instead of ASan's report.
-  const Result r = run(shellQuote(model) + " --random-inputs", "ASAN_OPTIONS=allocator_may_return_null=1");
+  // Not under ASan: its operator new aborts on a 4 PB request whatever its options (make
+  // test-asan leaves the TheHostCannotHold tests out; RELIABILITY.md §6).
+  const Result r = run(shellQuote(model) + " --random-inputs");
   EXPECT_EQ(r.exit, 1) << r.err;
   EXPECT_NE(r.err.find("out of memory: random input 'x' (f32[1000000,1000000,1000]) needs "
                        "4000000000000000 bytes, which the host could not allocate [memory]"),

@@ -51,7 +51,11 @@ bench-overhead: configure
 # and aborts whatever the options (its malloc returns null), so they cannot pass under it.
 # test-tsan: ThreadSanitizer with g++; OpenBLAS is not instrumented and runs one thread inside
 # ferry's pool anyway (OPENBLAS_NUM_THREADS=1 keeps its own pool from starting), while ferry's
-# pool is checked. The benchmarks are not built: they are no tests.
+# pool is checked. The benchmarks are not built: they are no tests. Left out (-E), as under
+# ASan: the three tests that ask operator new for petabytes (TSan's allocator aborts), the RSS
+# bound of ferry-run's run counts (TSan's shadow memory is several times the program's), and
+# the allocation-failure sweeps (single-threaded; past ctest's 300 s under TSan; ASan runs them).
+# Too slow for CI (RELIABILITY.md 6): run it by hand after touching the pool or the Session.
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 SANITIZE_FLAGS = -DCMAKE_BUILD_TYPE=Release -DFERRY_BUILD_BENCH=OFF $(CMAKE_FLAGS)
@@ -64,7 +68,8 @@ test-asan: configure-asan
 test-tsan: configure-tsan
 	cmake --build $(TSAN_BUILD)
 	OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-	  ctest --test-dir $(TSAN_BUILD) --output-on-failure -j 2
+	  ctest --test-dir $(TSAN_BUILD) --output-on-failure -j 2 \
+	  -E 'TheHostCannotHold|InBoundedMemory|FaultSweep'
 
 # scripts/fuzz.sh builds its targets in a folder configured the same way (build-fuzz/).
 configure-asan: deps-clang

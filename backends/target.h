@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ir/device.h"
 #include "ir/ops.h"
@@ -29,6 +30,31 @@ struct KernelCapability {
   double costFactor = 1;
 };
 
+/// One member of a fused step's body (the micro-op program of a fusion group, DESIGN
+/// "Lowering and execution (v2)"): an op of the table with complete attributes, reading the
+/// step's operands and earlier micro-ops, computing a value of `type`. One format serves every
+/// target: the CPU runs it tile by tile, a GPU target prints it as kernel source.
+struct MicroOp {
+  OpKind op = OpKind::Identity;
+  Attrs attrs;
+  /// What each operand of `op` reads: `i >= 0` the step's operand i, `i < 0` micro-op `~i`
+  /// (an earlier one).
+  std::vector<int32_t> args;
+  TensorType type;
+  std::string name;  ///< the member node's result in the compiled graph, for dumps and errors
+  Location loc;      ///< the member node's
+};
+
+/// The body of a fused step: micro-ops in order, the last one's value the step's result. A
+/// GemmLike anchor (matmul, linear, conv2d) comes first and reads step operands only; every
+/// other micro-op is elementwise (unary, binary, where, cast) and has the result's shape: its
+/// step operands broadcast to it, NumPy's way. Empty for a step of one node.
+using FusedBody = std::vector<MicroOp>;
+
+/// Whether micro-op argument `arg` is an earlier micro-op (else a step operand), and which.
+inline bool argIsMicroOp(int32_t arg) { return arg < 0; }
+inline size_t microOpOf(int32_t arg) { return static_cast<size_t>(~arg); }
+
 /// One step as lowering sees it, and as DeviceRuntime::prepare sees it again at run time: the
 /// op with complete attributes, the operand and result types (dense, row-major), the device it
 /// runs on and the user's location, for errors.
@@ -39,6 +65,9 @@ struct StepSpec {
   const TensorType &result;
   Device device;
   const Location &loc;
+  /// A fused step's body (then `op` is the body's anchor, or its last op when it has none, and
+  /// `operands` are the group's inputs); null for a step of one node.
+  const FusedBody *body = nullptr;
 };
 
 /// What lowering decided for one step, saved in the executable: which of the target's kernels
@@ -63,6 +92,10 @@ class Target {
   /// Whether the target has a kernel for `op` computing in `dtype` (the result's dtype; for
   /// comparisons, the operands'), and its cost factor.
   virtual KernelCapability capability(OpKind op, DType dtype) const = 0;
+
+  /// Whether the target runs fused steps (StepSpec::body): then the fusion pass groups nodes on
+  /// its devices (elementwise chains, GemmLike anchors with their epilogues). Default: no.
+  virtual bool fuses() const { return false; }
 
   /// The kernel plan of one step. A step the capability table does not claim, or that breaks
   /// the op's contract (operand count or dtypes that compile() never produces), is an error

@@ -62,6 +62,17 @@ NodeId Graph::createNode(NodeSpec spec, std::string resultName, TensorType resul
   return id;
 }
 
+int32_t Graph::addGroup(FusionGroup group) {
+  const auto index = static_cast<int32_t>(groups_.size());
+  FERRY_CHECK(group.members.size() >= 2) << "a fusion group of " << group.members.size() << " node";
+  for (NodeId n : group.members) {
+    FERRY_CHECK(node(n).group < 0) << "node " << n << " is in group " << node(n).group;
+    nodes_[static_cast<size_t>(n)].group = index;
+  }
+  groups_.push_back(std::move(group));
+  return index;
+}
+
 void Graph::setOrder(std::vector<NodeId> order) {
   for (NodeId n : order)
     FERRY_CHECK(n >= 0 && static_cast<size_t>(n) < nodes_.size()) << "node id " << n;

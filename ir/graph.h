@@ -106,8 +106,20 @@ struct Node {
   /// literal's kind, which promotes as a Python scalar does in PyTorch (ir/literal.h). It prints
   /// inline at its one reader and has no statement of its own.
   std::optional<DTypeCategory> literal;
+  /// The fusion group the node belongs to (an index in Graph::groups()), or -1 (passes/fusion.h).
+  int32_t group = -1;
 
   const OpInfo &info() const { return opInfo(op); }
+};
+
+/// Nodes that run as one fused kernel (passes/fusion.h): one device, one result leaving the
+/// group (the root's), every other member's result read only inside it. `members` are in the
+/// graph's order; `anchor` is the GemmLike member whose output the others take as an epilogue
+/// (matmul, linear, conv2d), or -1 for a group of elementwise ops alone.
+struct FusionGroup {
+  std::vector<NodeId> members;
+  NodeId anchor = -1;
+  NodeId root = -1;  ///< the member whose result is the group's result (the last in order)
 };
 
 /// What a new node is; its result value is created by Graph::addNode.
@@ -159,6 +171,11 @@ class Graph {
   /// params must be unused). Their values stay allocated (ids are never reused) but belong to
   /// nothing.
   void removeParamsIf(const std::function<bool(ValueId)> &drop);
+  /// Fusion groups: made by the fusion pass, the last of the pipeline (nothing rewrites the
+  /// graph after it); each member node's `group` is its index here.
+  std::span<const FusionGroup> groups() const { return groups_; }
+  /// Adds a group of nodes in the order, none in a group yet, and sets their `group`.
+  int32_t addGroup(FusionGroup group);
   /// For each value id, the nodes in the order that read it (a node reading a value twice is
   /// listed twice), in order.
   std::vector<std::vector<NodeId>> users() const;
@@ -278,6 +295,7 @@ class Graph {
   ChunkedVector<Node> nodes_;
   ChunkedVector<ValueReasons> reasons_;  // one per value, same index
   std::vector<NodeId> order_;
+  std::vector<FusionGroup> groups_;
   std::vector<InputDecl> inputs_;
   ChunkedVector<ParamDecl> params_;
   std::vector<OutputDecl> outputs_;

@@ -286,6 +286,18 @@ std::optional<Location> locationComment(std::string_view text) {
   return loc;
 }
 
+std::string_view withoutFusedMark(std::string_view text) {
+  constexpr std::string_view kWord = "fused ";
+  std::string_view s = text;
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  if (!s.starts_with(kWord)) return text;
+  s.remove_prefix(kWord.size());
+  size_t digits = 0;
+  while (digits < s.size() && isDigit(s[digits])) ++digits;
+  if (digits == 0 || (digits < s.size() && s[digits] != ' ')) return text;
+  return s.substr(digits);
+}
+
 std::optional<InsertedComment> insertedComment(std::string_view text) {
   constexpr std::string_view kWord = "inserted";
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);

@@ -74,5 +74,8 @@ struct InsertedComment {
 /// A comment that is exactly `inserted`, or `inserted` and a location as locationComment reads
 /// it (`inserted mlp.fy:5:3`), else nullopt.
 std::optional<InsertedComment> insertedComment(std::string_view text);
+/// `text` without a leading fusion mark `fused N` (what a compiled graph's dump writes before an
+/// `inserted` mark or a location): groups are the fusion pass's to make again, never read back.
+std::string_view withoutFusedMark(std::string_view text);
 
 }  // namespace ferry::fy

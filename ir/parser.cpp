@@ -122,7 +122,7 @@ Expected<Graph> Parser::run() {
 
 bool Parser::endOfStatement() {
   if (at(Tok::Comment)) {
-    std::string_view text = take().text;
+    std::string_view text = withoutFusedMark(take().text);
     insertedComment_ = insertedComment(text);
     if (!insertedComment_) commentLoc_ = locationComment(text);
   }

@@ -100,7 +100,9 @@ class Printer {
  private:
   // `inserted` marks a node the compiler made; it is printed with or without locations, since
   // it is part of what the graph says, not where it came from.
-  void line(std::string text, const Location &loc, bool inserted = false) {
+  // `group` (>= 0) marks a member of a fusion group (`fused 2`), also printed either way: the
+  // nodes of one group run as one kernel.
+  void line(std::string text, const Location &loc, bool inserted = false, int32_t group = -1) {
     std::string where;
     if (options_.locations && loc.known()) {
       // A file name with a line break would end the statement early; it prints as a space
@@ -110,6 +112,10 @@ class Printer {
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
     }
     if (inserted) where = where.empty() ? "inserted" : "inserted " + where;
+    if (group >= 0) {
+      const std::string mark = "fused " + std::to_string(group);
+      where = where.empty() ? mark : mark + " " + where;
+    }
     lines_.push_back({std::move(text), std::move(where)});
   }
 
@@ -171,7 +177,7 @@ class Printer {
       s += (first ? "" : ", ") + spec.name + "=" + attrValueStr(n.attrs[i]);
       first = false;
     }
-    line(s + ")", n.loc, n.inserted);
+    line(s + ")", n.loc, n.inserted, n.group);
   }
 
   // A literal prints as its text at its reader (ir/literal.h), with no statement of its own; one

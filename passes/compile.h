@@ -32,6 +32,8 @@ struct CompileStats {
   int casts = 0;             ///< cast nodes in the final graph
   int loadCasts = 0;         ///< of them, casts of weights: done once at load, never per run
   int nodesRemoved = 0;      ///< dead nodes removed
+  int fusionGroups = 0;      ///< fused kernels the fusion pass made
+  int fusedNodes = 0;        ///< nodes in them
   std::map<Device, int> nodesPerDevice;
   double estimatedSeconds = 0;  ///< cost model's estimate of one run (load-time nodes are free)
   /// Auto placement under a cap on per-run bytes (Budgets::maxTransferBytes) that its cheapest

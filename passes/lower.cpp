@@ -58,6 +58,13 @@ class Lowering {
         exe_.weights.push_back(value);
         continue;
       }
+      if (n.group >= 0) {
+        // A fused group is one step, made where its root is (every member before it); the other
+        // members' results live inside the kernel and get no slot.
+        if (g_.groups()[static_cast<size_t>(n.group)].root == id)
+          if (Status s = fusedStep(g_.groups()[static_cast<size_t>(n.group)]); !s.ok()) return s;
+        continue;
+      }
       Step step{n.op, n.attrs, {}, -1, n.loc, n.inserted};
       for (ValueId v : n.operands) {
         Expected<int32_t> s = slot(v);
@@ -116,6 +123,51 @@ class Lowering {
     return id;
   }
 
+  // The step of a fusion group: the members as micro-ops, the anchor first (it reads no
+  // member), the others in the graph's order; the values they read from outside are the
+  // step's operands, each once.
+  Status fusedStep(const FusionGroup &group) {
+    const Node &named = g_.node(group.anchor >= 0 ? group.anchor : group.root);
+    Step step{named.op, named.attrs, {}, -1, named.loc, false};
+    std::vector<NodeId> members;
+    if (group.anchor >= 0) members.push_back(group.anchor);
+    for (NodeId m : group.members)
+      if (m != group.anchor) members.push_back(m);
+    std::vector<ValueId> operandValues;
+    for (NodeId id : members) {
+      const Node &n = g_.node(id);
+      const Value &r = g_.value(n.result);
+      MicroOp m{n.op, n.attrs, {}, r.type, r.name, n.loc};
+      for (ValueId v : n.operands) {
+        auto inner = std::find_if(step.body.begin(), step.body.end(), [&](const MicroOp &b) {
+          return b.name == g_.value(v).name;
+        });
+        if (inner != step.body.end()) {
+          m.args.push_back(~static_cast<int32_t>(inner - step.body.begin()));
+          continue;
+        }
+        auto known = std::find(operandValues.begin(), operandValues.end(), v);
+        if (known == operandValues.end()) {
+          Expected<int32_t> s = slot(v);
+          if (!s) return s.status();
+          operandValues.push_back(v);
+          step.operands.push_back(*s);
+          known = operandValues.end() - 1;
+        }
+        m.args.push_back(static_cast<int32_t>(known - operandValues.begin()));
+      }
+      step.body.push_back(std::move(m));
+    }
+    Expected<int32_t> r = addSlot(g_.node(group.root).result, SlotKind::Activation);
+    if (!r) return r.status();
+    step.result = *r;
+    Expected<KernelPlan> plan = planOf(step);
+    if (!plan) return plan.status();
+    step.plan = std::move(*plan);
+    exe_.steps.push_back(std::move(step));
+    return Status();
+  }
+
   // The kernel plan of a step from its device kind's target.
   Expected<KernelPlan> planOf(const Step &step) {
     const Slot &result = exe_.slots[static_cast<size_t>(step.result)];
@@ -125,8 +177,8 @@ class Lowering {
     if (!target) return KernelPlan{};  // Session::create refuses it, naming the step
     types_.clear();
     for (int32_t o : step.operands) types_.push_back(exe_.slots[static_cast<size_t>(o)].type);
-    return target->lower(
-        StepSpec{opInfo(step.op), step.attrs, types_, result.type, result.device, step.loc});
+    return target->lower(StepSpec{opInfo(step.op), step.attrs, types_, result.type, result.device,
+                                  step.loc, step.body.empty() ? nullptr : &step.body});
   }
 
   const Graph &g_;
@@ -215,6 +267,7 @@ Capabilities backendCapabilities() {
   for (const BackendEntry &entry : builtinBackends()) {
     if (!entry.target) continue;
     const std::unique_ptr<Target> target = entry.target();
+    if (target->fuses()) c.setFuses(entry.kind);
     for (const OpInfo &op : allOps())
       for (DType t : kAllDTypes) {
         const KernelCapability k = target->capability(op.kind, t);

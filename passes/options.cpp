@@ -92,9 +92,12 @@ void Capabilities::setCostFactor(DeviceKind device, OpKind op, std::optional<DTy
 }
 
 void Capabilities::merge(const Capabilities &other) {
+  fusing_ |= other.fusing_;
   if (other.factor_.empty()) return;
   if (factor_.empty()) {
+    const uint32_t fusing = fusing_;
     *this = other;
+    fusing_ = fusing;
     return;
   }
   for (size_t i = 0; i < factor_.size(); ++i) {

@@ -106,6 +106,10 @@ class Capabilities {
   double costFactor(Device device, OpKind op, DType dtype) const;
   /// Whether some kernel is missing (placement checks each node only then).
   bool anyMissing() const { return missing_ > 0; }
+  /// Device kinds whose target runs fused steps (Target::fuses): the fusion pass groups nodes
+  /// on those only. None by default, so compile() without a backend's table makes no groups.
+  void setFuses(DeviceKind device) { fusing_ |= 1u << static_cast<unsigned>(device); }
+  bool fuses(Device device) const { return (fusing_ >> static_cast<unsigned>(device.kind)) & 1u; }
 
  private:
   void set(DeviceKind device, OpKind op, std::optional<DType> dtype, float factor);
@@ -113,6 +117,7 @@ class Capabilities {
 
   std::vector<float> factor_;  // [kind][op][dtype], 0 = no kernel; empty until something is set
   int64_t missing_ = 0;        // entries without a kernel
+  uint32_t fusing_ = 0;        // bit per DeviceKind
 };
 
 struct CompileOptions {
@@ -129,6 +134,9 @@ struct CompileOptions {
   Budgets budgets;
   /// Stop after the pass of this name ("" runs the whole pipeline).
   std::string stopAfter;
+  /// Group elementwise chains and GEMM epilogues into fused kernels (passes/fusion.cpp); off:
+  /// one kernel per node, for comparison (`--no-fusion`).
+  bool fusion = true;
   /// Verify the graph after every pass (tests, debugging; off in benchmarks).
   bool verifyEachPass = true;
 

@@ -56,7 +56,7 @@ struct Pass {
   bool judges = false;
 };
 
-/// verify, placement, dtype, simplify, budget — in order.
+/// verify, placement, dtype, simplify, budget, fusion — in order.
 std::span<const Pass> pipeline();
 
 // The passes (one file each in passes/).
@@ -65,6 +65,7 @@ void placeDevices(Graph &graph, PassContext &ctx);  ///< placement.cpp
 void assignDTypes(Graph &graph, PassContext &ctx);  ///< dtype.cpp
 void simplify(Graph &graph, PassContext &ctx);      ///< simplify.cpp
 void checkBudgets(Graph &graph, PassContext &ctx);  ///< budget.cpp
+void fuse(Graph &graph, PassContext &ctx);          ///< fusion.cpp
 
 /// Puts every inserted node directly after its operand's producer, ties by result name, the
 /// user's nodes in their order: the same graph gets the same order however it was compiled

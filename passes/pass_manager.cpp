@@ -25,6 +25,7 @@ constexpr Pass kPipeline[] = {
     {"simplify", "fold param casts, drop round trips, merge duplicates, remove dead nodes",
      simplify},
     {"budget", "check transfers and casts against the budgets", checkBudgets},
+    {"fusion", "group elementwise chains and GEMM epilogues into fused kernels", fuse},
 };
 
 // Invariants that hold once placement has run: every node has a device, and every operand is on

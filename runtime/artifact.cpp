@@ -472,12 +472,47 @@ class Reader {
 // so that a count can be checked against the bytes left before anything is reserved.
 constexpr size_t kMinDevice = 4;
 constexpr size_t kMinSlot = 4 + 4 + 4 + 4 + 1 + 4 + 8;      // name..offset
-constexpr size_t kMinStep = 4 + 4 + 4 + 4 + 4 + 4 + 4 + 1 + 4 + 8 + 4 + 8;  // op..scratch offset
+constexpr size_t kMinStep = 4 + 4 + 4 + 4 + 4 + 4 + 4 + 1 + 4 + 8 + 4 + 8 + 4;  // op..body count
+constexpr size_t kMinMicroOp = 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4;  // op..location node
 constexpr size_t kMinWorkspace = 4 + 8;
 constexpr size_t kMinWeight = 4 + 4;  // dtype, rank
 
 std::string slotContext(size_t i, const std::string &name) {
   return "slot " + std::to_string(i) + " (%" + escaped(name) + ")";
+}
+
+// An op by name and its attributes, as many as the op's schema has (checked here rather than
+// left to validate(): the count bounds the reserve); `what` names the record in errors. False
+// when the reader failed.
+bool readOpAndAttrs(Reader &r, const std::string &what, OpKind &kind, Attrs &attrs) {
+  const size_t opAt = r.pos();
+  std::string opName = r.str("op");
+  if (!r.ok()) return false;
+  const OpInfo *op = findOp(opName);
+  if (!op) {
+    r.bad(opAt, "op", "an op of this build", printable(opName));
+    return false;
+  }
+  kind = op->kind;
+  r.context(what + " ('" + opName + "')");
+  const size_t countAt = r.pos();
+  uint32_t n = r.count("attribute count", 2);
+  if (r.ok() && n != op->attrs.size())
+    r.bad(countAt, "attribute count",
+          std::to_string(op->attrs.size()) + " (the schema of '" + opName + "')",
+          std::to_string(n));
+  attrs.reserve(r.ok() ? n : 0);
+  for (uint32_t a = 0; a < n && r.ok(); ++a) attrs.push_back(r.attr("attribute " + std::to_string(a)));
+  return r.ok();
+}
+
+Location readLocation(Reader &r) {
+  Location loc;
+  loc.file = r.fileName("location file");
+  loc.line = r.i32("location line");
+  loc.col = r.i32("location column");
+  loc.node = SharedText(r.str("location node"));
+  return loc;
 }
 
 // A list of step records (the run's steps, or the load steps): `what` names them in errors.
@@ -487,39 +522,33 @@ void readSteps(Reader &r, const std::string &what, std::vector<Step> &steps) {
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
     Step st;
     r.context(what + " " + std::to_string(i));
-    const size_t opAt = r.pos();
-    std::string opName = r.str("op");
-    if (!r.ok()) break;
-    const OpInfo *op = findOp(opName);
-    if (!op) {
-      r.bad(opAt, "op", "an op of this build", printable(opName));
-      break;
-    }
-    st.op = op->kind;
-    r.context(what + " " + std::to_string(i) + " ('" + opName + "')");
-    // The schema's count, checked here rather than left to validate(): it bounds the reserve.
-    const size_t countAt = r.pos();
-    uint32_t attrs = r.count("attribute count", 2);
-    if (r.ok() && attrs != op->attrs.size())
-      r.bad(countAt, "attribute count",
-            std::to_string(op->attrs.size()) + " (the schema of '" + opName + "')",
-            std::to_string(attrs));
-    st.attrs.reserve(r.ok() ? attrs : 0);
-    for (uint32_t a = 0; a < attrs && r.ok(); ++a)
-      st.attrs.push_back(r.attr("attribute " + std::to_string(a)));
+    if (!readOpAndAttrs(r, what + " " + std::to_string(i), st.op, st.attrs)) break;
     uint32_t operands = r.count("operand count", 4);
     st.operands.reserve(operands);
     for (uint32_t o = 0; o < operands && r.ok(); ++o) st.operands.push_back(r.i32("operand"));
     st.result = r.i32("result");
-    st.loc.file = r.fileName("location file");
-    st.loc.line = r.i32("location line");
-    st.loc.col = r.i32("location column");
-    st.loc.node = SharedText(r.str("location node"));
+    st.loc = readLocation(r);
     st.inserted = r.boolean("inserted flag");
     st.plan.kernel = r.str("kernel");
     st.plan.scratchBytes = r.u64("scratch bytes");
     st.plan.payload = r.str("kernel payload");
     st.scratchOffset = r.u64("scratch offset");
+    const std::string context = what + " " + std::to_string(i);
+    uint32_t body = r.count("micro-op count", kMinMicroOp);
+    st.body.reserve(body);
+    for (uint32_t j = 0; j < body && r.ok(); ++j) {
+      MicroOp m;
+      const std::string at = context + " micro-op " + std::to_string(j);
+      r.context(at);
+      if (!readOpAndAttrs(r, at, m.op, m.attrs)) break;
+      uint32_t args = r.count("argument count", 4);
+      m.args.reserve(args);
+      for (uint32_t a = 0; a < args && r.ok(); ++a) m.args.push_back(r.i32("argument"));
+      m.type = r.type("");
+      m.name = r.str("name");
+      m.loc = readLocation(r);
+      st.body.push_back(std::move(m));
+    }
     steps.push_back(std::move(st));
   }
   r.context("");
@@ -621,6 +650,19 @@ Status inFile(Status s, std::string_view file) {
 std::string errnoText() { return std::strerror(errno); }
 
 // The payload's fields, in the layout's order (docs/artifact.md).
+void writeOpAndAttrs(Writer &w, OpKind op, const Attrs &attrs) {
+  w.str(opInfo(op).name);
+  w.count(attrs.size());
+  for (const AttrValue &a : attrs) w.attr(a);
+}
+
+void writeLocation(Writer &w, const Location &loc) {
+  w.str(loc.file.view());
+  w.i32(loc.line);
+  w.i32(loc.col);
+  w.str(loc.node.view());
+}
+
 void writePayload(const Executable &exe, Writer &w) {
   w.str(exe.name);
   w.u8(static_cast<uint8_t>(exe.placement));
@@ -642,21 +684,25 @@ void writePayload(const Executable &exe, Writer &w) {
   for (const std::vector<Step> *list : {&exe.steps, &exe.loadSteps}) {
     w.count(list->size());
     for (const Step &st : *list) {
-      w.str(opInfo(st.op).name);
-      w.count(st.attrs.size());
-      for (const AttrValue &a : st.attrs) w.attr(a);
+      writeOpAndAttrs(w, st.op, st.attrs);
       w.count(st.operands.size());
       for (int32_t o : st.operands) w.i32(o);
       w.i32(st.result);
-      w.str(st.loc.file.view());
-      w.i32(st.loc.line);
-      w.i32(st.loc.col);
-      w.str(st.loc.node.view());
+      writeLocation(w, st.loc);
       w.u8(st.inserted ? 1 : 0);
       w.str(st.plan.kernel);
       w.u64(st.plan.scratchBytes);
       w.str(st.plan.payload);
       w.u64(st.scratchOffset);
+      w.count(st.body.size());
+      for (const MicroOp &m : st.body) {
+        writeOpAndAttrs(w, m.op, m.attrs);
+        w.count(m.args.size());
+        for (int32_t a : m.args) w.i32(a);
+        w.type(m.type);
+        w.str(m.name);
+        writeLocation(w, m.loc);
+      }
     }
   }
   w.count(exe.workspaces.size());

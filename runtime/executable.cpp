@@ -27,44 +27,136 @@ Status stepError(const Step &st, size_t i, const std::string &what, bool load = 
                    st.loc);
 }
 
-// A step against the op table, its operand and result slots in range: the result has the type
-// the op's shape and dtype rules give for the operands and attributes, and a promoting op's data
-// operands already have the dtype it computes in (the dtype pass inserted the casts; kernels
+// What is wrong with `op` computing `result` from operands of `types` with `attrs`, by the op
+// table, or "": the result has the type the op's shape and dtype rules give, and a promoting op's
+// data operands already have the dtype it computes in (the dtype pass inserted the casts; kernels
 // read them in that dtype: backends/cpu/kernels.h). Kernels size their loops and read their
 // operands by these types, so a slot of the wrong size or dtype would be overrun or misread.
-Status checkAgainstOpTable(const Executable &exe, const Step &st, size_t i, bool load) {
-  const OpInfo &op = opInfo(st.op);
-  std::vector<TensorType> types;
-  types.reserve(st.operands.size());
-  for (int32_t o : st.operands) types.push_back(exe.slots[static_cast<size_t>(o)].type);
-  const Slot &result = exe.slots[static_cast<size_t>(st.result)];
-  InferResult r = inferType(op, types, st.attrs);
-  if (const auto *err = std::get_if<InferError>(&r))
-    return stepError(st, i, err->message, load, true);
-  if (std::get<TensorType>(r) != result.type)
-    return stepError(st, i,
-                     "writes %" + result.name + " typed " + result.type.str() + " but '" +
-                         std::string(op.name) + "' gives " + std::get<TensorType>(r).str(),
-                     load);
+// `operandName(o)` names operand o in the message.
+template <class Name>
+std::string opTableError(const OpInfo &op, const Attrs &attrs, std::span<const TensorType> types,
+                         const TensorType &result, const std::string &resultName,
+                         Name operandName) {
+  InferResult r = inferType(op, types, attrs);
+  if (const auto *err = std::get_if<InferError>(&r)) return err->message;
+  if (std::get<TensorType>(r) != result)
+    return "writes " + resultName + " typed " + result.str() + " but '" + std::string(op.name) +
+           "' gives " + std::get<TensorType>(r).str();
   const bool promotes = op.dtypeRule == DTypeRule::Promote ||
                         op.dtypeRule == DTypeRule::PromoteFloat ||
                         op.dtypeRule == DTypeRule::Compare;
-  if (!promotes) return Status();
+  if (!promotes) return "";
   // A comparison computes in its operands' common dtype (its result is bool); the others in
   // their result's.
   std::optional<DType> compute;
-  if (op.dtypeRule != DTypeRule::Compare) compute = result.type.dtype;
+  if (op.dtypeRule != DTypeRule::Compare) compute = result.dtype;
   for (size_t o = 0; o < types.size(); ++o) {
     if (op.operand(o).role != OperandRole::Data) continue;
     if (!compute) compute = types[o].dtype;
     if (types[o].dtype != *compute)
-      return stepError(st, i,
-                       "operand " + std::to_string(o) + " (" + op.operand(o).name + ") %" +
-                           exe.slots[static_cast<size_t>(st.operands[o])].name + " is " +
-                           types[o].str() + ", but '" + std::string(op.name) + "' computes in " +
-                           std::string(dtypeName(*compute)) + ": a cast is missing",
-                       load, true);
+      return "operand " + std::to_string(o) + " (" + op.operand(o).name + ") " + operandName(o) +
+             " is " + types[o].str() + ", but '" + std::string(op.name) + "' computes in " +
+             std::string(dtypeName(*compute)) + ": a cast is missing";
   }
+  return "";
+}
+
+// An op's operand count and attributes (count and kinds) as its row says, or "".
+std::string arityError(const OpInfo &op, size_t operands, const Attrs &attrs) {
+  const auto n = static_cast<int>(operands);
+  if (n < op.minOperands || (op.maxOperands >= 0 && n > op.maxOperands))
+    return "has " + std::to_string(n) + " operands";
+  if (attrs.size() != op.attrs.size())
+    return "has " + std::to_string(attrs.size()) + " attributes, not " +
+           std::to_string(op.attrs.size());
+  for (size_t a = 0; a < attrs.size(); ++a)
+    if (attrKind(attrs[a]) != op.attrs[a].kind)
+      return "attribute '" + std::string(op.attrs[a].name) + "' is a " +
+             std::string(attrKindName(attrKind(attrs[a])));
+  return "";
+}
+
+Status checkAgainstOpTable(const Executable &exe, const Step &st, size_t i, bool load) {
+  std::vector<TensorType> types;
+  types.reserve(st.operands.size());
+  for (int32_t o : st.operands) types.push_back(exe.slots[static_cast<size_t>(o)].type);
+  const Slot &result = exe.slots[static_cast<size_t>(st.result)];
+  std::string why = opTableError(opInfo(st.op), st.attrs, types, result.type, "%" + result.name,
+                                 [&](size_t o) {
+                                   return "%" + exe.slots[static_cast<size_t>(st.operands[o])].name;
+                                 });
+  // "writes %h typed ..." continues the step's name; the op table's own messages are sentences.
+  const bool sentence = why.rfind("writes ", 0) != 0;
+  return why.empty() ? Status() : stepError(st, i, why, load, sentence);
+}
+
+// A fused step's body (backends/target.h, FusedBody): every micro-op against the op table over
+// the types of what it reads; a GemmLike anchor first and only there, reading step operands;
+// elementwise micro-ops after it, each of the result's shape; the last one's type the result's;
+// the step's op the anchor's (or the last micro-op's). The CPU's fused kernel rests on each of
+// these.
+Status checkBody(const Executable &exe, const Step &st, size_t i) {
+  const FusedBody &body = st.body;
+  const Slot &result = exe.slots[static_cast<size_t>(st.result)];
+  auto bodyError = [&](size_t j, const std::string &what) {
+    return makeError("artifact",
+                     "step " + std::to_string(i) + " (fused '" +
+                         std::string(opInfo(st.op).name) + "'), micro-op " + std::to_string(j) +
+                         " ('" + std::string(opInfo(body[j].op).name) + "' %" + body[j].name +
+                         "): " + what,
+                     body[j].loc);
+  };
+  if (body.size() < 2)
+    return stepError(st, i, "is fused but its body has " + std::to_string(body.size()) + " micro-op",
+                     false, true);
+  if (st.attrs.size() != opInfo(st.op).attrs.size())
+    return stepError(st, i, "has " + std::to_string(st.attrs.size()) + " attributes, not " +
+                                std::to_string(opInfo(st.op).attrs.size()));
+  std::vector<TensorType> types;
+  for (size_t j = 0; j < body.size(); ++j) {
+    const MicroOp &m = body[j];
+    const OpInfo &op = opInfo(m.op);
+    if (std::string why = arityError(op, m.args.size(), m.attrs); !why.empty())
+      return bodyError(j, why);
+    const bool anchor = j == 0 && op.is(OpTrait::GemmLike);
+    if (!anchor && (!op.is(OpTrait::Elementwise) || m.op == OpKind::Transfer))
+      return bodyError(j, j == 0 ? "a body starts with a GemmLike or an elementwise op"
+                                 : "only elementwise ops follow a body's first micro-op");
+    if (std::string why = typeLimitError(m.type.dtype, m.type.shape); !why.empty())
+      return bodyError(j, "is " + m.type.str() + ", which " + why);
+    if (m.type.shape != result.type.shape)
+      return bodyError(j, "is " + m.type.str() + ", not of the step's shape " +
+                              result.type.str());
+    types.clear();
+    for (int32_t a : m.args) {
+      if (argIsMicroOp(a)) {
+        if (anchor || microOpOf(a) >= j)
+          return bodyError(j, "reads micro-op " + std::to_string(microOpOf(a)) +
+                                  (anchor ? ", but an anchor reads step operands only"
+                                          : ", which is not an earlier one"));
+        types.push_back(body[microOpOf(a)].type);
+      } else {
+        if (static_cast<size_t>(a) >= st.operands.size())
+          return bodyError(j, "reads operand " + std::to_string(a) + " of " +
+                                  std::to_string(st.operands.size()));
+        types.push_back(exe.slots[static_cast<size_t>(st.operands[static_cast<size_t>(a)])].type);
+      }
+    }
+    std::string why = opTableError(op, m.attrs, types, m.type, "%" + m.name, [&](size_t o) {
+      const int32_t a = m.args[o];
+      return argIsMicroOp(a) ? "%" + body[microOpOf(a)].name
+                             : "%" + exe.slots[static_cast<size_t>(st.operands[static_cast<size_t>(a)])].name;
+    });
+    if (!why.empty()) return bodyError(j, why);
+  }
+  if (body.back().type != result.type)
+    return bodyError(body.size() - 1, "gives " + body.back().type.str() + " but the step writes %" +
+                                          result.name + " typed " + result.type.str());
+  const OpKind named = opInfo(body[0].op).is(OpTrait::GemmLike) ? body[0].op : body.back().op;
+  if (st.op != named)
+    return stepError(st, i, "is fused, but its op is not its body's anchor or last op '" +
+                                std::string(opInfo(named).name) + "'",
+                     false, true);
   return Status();
 }
 
@@ -151,6 +243,18 @@ Status checkLiveSlotsApart(const Executable &exe) {
 
 }  // namespace
 
+std::string stepOpName(const Step &step) {
+  if (step.body.empty()) return std::string(opInfo(step.op).name);
+  std::string name;
+  std::vector<OpKind> seen;
+  for (const MicroOp &m : step.body) {
+    if (std::find(seen.begin(), seen.end(), m.op) != seen.end()) continue;
+    seen.push_back(m.op);
+    name += (name.empty() ? "" : "+") + std::string(opInfo(m.op).name);
+  }
+  return name;
+}
+
 int32_t Executable::findInput(std::string_view n) const {
   for (int32_t s : inputs)
     if (slots[static_cast<size_t>(s)].name == n) return s;
@@ -235,21 +339,13 @@ Status Executable::validate() const {
   // A load step reads weights and loaded slots only and writes a loaded slot; a run's step
   // writes an activation. Load steps come first: a run may read what they wrote.
   auto checkStep = [&](const Step &st, size_t i, bool load) -> Status {
-    const OpInfo &op = opInfo(st.op);
-    const auto n = static_cast<int>(st.operands.size());
-    if (n < op.minOperands || (op.maxOperands >= 0 && n > op.maxOperands))
-      return stepError(st, i, "has " + std::to_string(n) + " operands", load);
-    if (st.attrs.size() != op.attrs.size())
-      return stepError(st, i,
-                       "has " + std::to_string(st.attrs.size()) + " attributes, not " +
-                           std::to_string(op.attrs.size()),
+    const bool fused = !st.body.empty();
+    if (fused && (load || st.op == OpKind::Transfer))
+      return stepError(st, i, load ? "is fused, but a load step is one node" : "is a fused transfer",
                        load);
-    for (size_t a = 0; a < st.attrs.size(); ++a)
-      if (attrKind(st.attrs[a]) != op.attrs[a].kind)
-        return stepError(st, i,
-                         "attribute '" + std::string(op.attrs[a].name) + "' is a " +
-                             std::string(attrKindName(attrKind(st.attrs[a]))),
-                         load);
+    if (!fused)
+      if (std::string why = arityError(opInfo(st.op), st.operands.size(), st.attrs); !why.empty())
+        return stepError(st, i, why, load);
     const SlotKind writes = load ? SlotKind::Loaded : SlotKind::Activation;
     if (!inRange(st.result) || slots[static_cast<size_t>(st.result)].kind != writes)
       return stepError(st, i, load ? "writes no loaded slot" : "writes no activation slot", load);
@@ -294,7 +390,7 @@ Status Executable::validate() const {
                          "has " + std::to_string(st.plan.scratchBytes) +
                              " bytes of scratch outside its device's workspace");
     }
-    FERRY_TRY(checkAgainstOpTable(*this, st, i, load));
+    FERRY_TRY(fused ? checkBody(*this, st, i) : checkAgainstOpTable(*this, st, i, load));
     if (written[static_cast<size_t>(st.result)])
       return stepError(st, i, "writes %" + result.name + " a second time", load);
     written[static_cast<size_t>(st.result)] = true;

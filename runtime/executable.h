@@ -64,7 +64,15 @@ struct Step {
   bool inserted = false;  ///< a transfer or cast the compiler inserted
   KernelPlan plan;  ///< empty for a transfer, and where lowering had no target for the device
   size_t scratchOffset = 0;
+  /// A fused step (a fusion group, passes/fusion.h): its micro-ops (backends/target.h), which
+  /// read `operands`, the group's inputs; `op` and `attrs` are the body's anchor's (or its last
+  /// micro-op's). Empty for a step of one node.
+  FusedBody body;
 };
+
+/// What a step computes, for reports and traces: its op's name (`linear`), or for a fused step its
+/// micro-ops' joined by '+', each once (`linear+gelu+add`).
+std::string stepOpName(const Step &step);
 
 /// Workspace bytes one device needs for one run in flight.
 struct Workspace {
@@ -74,7 +82,7 @@ struct Workspace {
 
 struct Executable {
   /// Bumped whenever the saved form changes; load() rejects other versions.
-  static constexpr uint32_t kFormatVersion = 4;
+  static constexpr uint32_t kFormatVersion = 5;
   /// Workspace offsets are multiples of this.
   static constexpr size_t kAlignment = 64;
 

@@ -405,8 +405,9 @@ Expected<std::unique_ptr<PreparedKernel>> Session::State::prepare(const Step &st
                      step.loc);
   std::vector<TensorType> types;
   for (int32_t o : step.operands) types.push_back(exe.slots[static_cast<size_t>(o)].type);
-  return runtimeOf(step).prepare(step.plan, StepSpec{opInfo(step.op), step.attrs, types,
-                                                     result.type, result.device, step.loc});
+  return runtimeOf(step).prepare(
+      step.plan, StepSpec{opInfo(step.op), step.attrs, types, result.type, result.device, step.loc,
+                          step.body.empty() ? nullptr : &step.body});
 }
 
 // Weights: read in place where the runtime can (the CPU's, on the executable's own bytes: a

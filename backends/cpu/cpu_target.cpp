@@ -27,6 +27,7 @@ Expected<KernelPlan> CpuTarget::lower(const StepSpec &step) const {
   // Bytes cross devices in the runtime's copies, where they are counted.
   if (op.kind == OpKind::Transfer)
     return contract(step, "a '" + std::string(op.name) + "' is not lowered to a kernel");
+  if (step.body) return cpu::planFused(step);
   const auto n = static_cast<int>(step.operands.size());
   if (n < op.minOperands || (op.maxOperands >= 0 && n > op.maxOperands))
     return contract(step, std::to_string(n) + " operands");

@@ -13,6 +13,8 @@ class CpuTarget final : public Target {
     return "cpu (OpenBLAS GEMMs, vectorised kernels on a thread pool; virtual devices cpu:N)";
   }
   KernelCapability capability(OpKind op, DType dtype) const override;
+  /// Elementwise chains and GemmLike anchors with their epilogues (backends/cpu/fused.cpp).
+  bool fuses() const override { return true; }
   Expected<KernelPlan> lower(const StepSpec &step) const override;
 };
 

@@ -195,6 +195,10 @@ Expected<std::unique_ptr<Kernel>> prepareKernel(const KernelPlan &plan, const St
                      step.loc);
   };
   if (!plan.payload.empty()) return mismatch("carries a payload; CPU kernels take none");
+  if (plan.kernel == kFusedKernel || step.body) {
+    if (plan.kernel != kFusedKernel) return mismatch("is not the fused kernel of a fused step");
+    return prepareFused(plan, step);
+  }
   const DType compute = computeDTypeOf(step);
   if (!hasKernel(step.op.kind, compute))
     return makeError("internal",

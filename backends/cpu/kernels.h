@@ -113,6 +113,11 @@ using FamilyPrepare = Expected<std::unique_ptr<Kernel>> (*)(const StepSpec &step
 bool smallGemmApplies(const StepSpec &step);
 std::unique_ptr<Kernel> prepareSmallGemm(const StepSpec &step);
 
+// fused.cpp: a fused step (StepSpec::body), every dtype its micro-ops' kernels compute in.
+inline constexpr std::string_view kFusedKernel = "cpu.fused";
+Expected<KernelPlan> planFused(const StepSpec &step);
+Expected<std::unique_ptr<Kernel>> prepareFused(const KernelPlan &plan, const StepSpec &step);
+
 /// Scratch bytes the linalg kernels take for `step` (operands converted to the compute type,
 /// im2col columns, batch offsets); 0 for other families.
 uint64_t linalgScratchBytes(const StepSpec &step);

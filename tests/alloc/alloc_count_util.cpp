@@ -78,7 +78,7 @@ std::map<std::string, long> allocationsPerOp(const std::string &model, CompileOp
     std::unique_ptr<PreparedKernel> kernel;
     std::vector<const std::byte *> operands;
     std::byte *result, *scratch;
-    std::string op;
+    std::vector<std::string> ops;  // the step's op, or a fused step's micro-ops
   };
   std::vector<Ready> steps;
   for (const Step &st : exe->steps) {
@@ -87,11 +87,14 @@ std::map<std::string, long> allocationsPerOp(const std::string &model, CompileOp
     for (int32_t o : st.operands) types.push_back(exe->slots[static_cast<size_t>(o)].type);
     const Slot &r = exe->slots[static_cast<size_t>(st.result)];
     Expected<std::unique_ptr<PreparedKernel>> k = cpu.prepare(
-        st.plan, StepSpec{opInfo(st.op), st.attrs, types, r.type, r.device, st.loc});
+        st.plan, StepSpec{opInfo(st.op), st.attrs, types, r.type, r.device, st.loc,
+                          st.body.empty() ? nullptr : &st.body});
     EXPECT_TRUE(k.ok()) << k.status().message();
     if (!k) return {};
     Ready ready{std::move(*k), {}, buffers[static_cast<size_t>(st.result)],
-                *cpu.allocate(r.device, st.plan.scratchBytes), std::string(opInfo(st.op).name)};
+                *cpu.allocate(r.device, st.plan.scratchBytes), {}};
+    if (st.body.empty()) ready.ops.emplace_back(opInfo(st.op).name);
+    for (const MicroOp &m : st.body) ready.ops.emplace_back(opInfo(m.op).name);
     for (int32_t o : st.operands) ready.operands.push_back(buffers[static_cast<size_t>(o)]);
     steps.push_back(std::move(ready));
   }
@@ -101,7 +104,8 @@ std::map<std::string, long> allocationsPerOp(const std::string &model, CompileOp
       Status ok = cpu.launch(*s.kernel, KernelArgs{s.operands, s.result, s.scratch}, Stream{});
       const long after = allocations.load();
       EXPECT_TRUE(ok.ok()) << ok.message();
-      if (round == 1) perOp[s.op] += after - before;
+      if (round == 1)
+        for (const std::string &op : s.ops) perOp[op] += after - before;
     }
   return perOp;
 }

@@ -216,6 +216,28 @@ TEST(Parser, LocationComments) {
   EXPECT_EQ(g.outputs()[0].loc, (Location{"out.cpp", 99, 1}));
 }
 
+// A compiled graph's dump marks fusion groups before the rest of the comment (`# fused 2
+// inserted mlp.fy:5:3`): the mark is skipped (the fusion pass makes groups again), the rest read
+// as without it; anything else after `fused` is a plain comment.
+TEST(Parser, FusedMarksAreSkippedBeforeInsertedAndLocationComments) {
+  Graph g = parseOk(R"(graph g {
+  input %x : f32[2]
+  %a = relu(%x)  # fused 0 inserted mlp.fy:4:5
+  %b = relu(%a)  # fused 12 mlp.fy:6:7
+  %c = relu(%b)  # fused 3
+  %d = relu(%c)  # fused x mlp.fy:8:9
+  output %d
+})");
+  auto node = [&](const char *n) { return g.producer(*g.findValue(n)); };
+  EXPECT_TRUE(node("a")->inserted);
+  EXPECT_EQ(node("a")->loc, (Location{"mlp.fy", 4, 5}));
+  EXPECT_FALSE(node("b")->inserted);
+  EXPECT_EQ(node("b")->loc, (Location{"mlp.fy", 6, 7}));
+  EXPECT_EQ(node("c")->loc, (Location{"t.fy", 5, 3}));
+  EXPECT_EQ(node("d")->loc, (Location{"t.fy", 6, 3})) << "'fused x ...' is a plain comment";
+  for (NodeId id : g.order()) EXPECT_EQ(g.node(id).group, -1);
+}
+
 TEST(Parser, InsertedComments) {
   Graph g = parseOk(R"(graph g {
   input %x : f32[2]  # inserted model.cpp:1:1

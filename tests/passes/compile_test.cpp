@@ -45,7 +45,7 @@ TEST(Options, ValidateReportsEveryProblem) {
   o.devices = {Device::cpu(), Device::cpu()};
   o.target = Device::cuda(0);
   o.dtype = {DTypePolicy::Kind::Autocast, DType::F32};
-  o.stopAfter = "fusion";
+  o.stopAfter = "fusing";
   o.budgets.maxCasts = -1;
   Status s = o.validate();
   ASSERT_FALSE(s.ok());
@@ -55,8 +55,8 @@ TEST(Options, ValidateReportsEveryProblem) {
             std::string::npos)
       << m;
   EXPECT_NE(m.find("autocast computes in f16 or bf16, not f32"), std::string::npos) << m;
-  EXPECT_NE(m.find("unknown pass 'fusion' to stop after; passes: verify, placement, dtype, "
-                   "simplify, budget"),
+  EXPECT_NE(m.find("unknown pass 'fusing' to stop after; passes: verify, placement, dtype, "
+                   "simplify, budget, fusion"),
             std::string::npos)
       << m;
   EXPECT_NE(m.find("max_casts must be >= 0"), std::string::npos) << m;
@@ -85,7 +85,7 @@ TEST(Compile, StopsAfterTheRequestedPass) {
     EXPECT_EQ(r.stats.passSeconds.size(), static_cast<size_t>(&p - pipeline().data()) + 1);
   }
   CompileResult full = compile(parseOk(text), {});
-  EXPECT_EQ(full.lastPass, "budget");
+  EXPECT_EQ(full.lastPass, "fusion");
 }
 
 TEST(Compile, AGraphBrokenAsAWholeStopsInVerify) {

@@ -18,6 +18,7 @@
 #include "passes/lower.h"
 #include "runtime/artifact.h"
 #include "runtime/executable.h"
+#include "runtime/session.h"
 #include "runtime/small_mlp.h"
 
 // The largest single allocation made while `tTrackAllocations` is set, to show that a hostile
@@ -176,6 +177,18 @@ void expectSame(const Executable &a, const Executable &b) {
       EXPECT_EQ(x.plan.kernel, y.plan.kernel) << what << i;
       EXPECT_EQ(x.plan.scratchBytes, y.plan.scratchBytes) << what << i;
       EXPECT_EQ(x.scratchOffset, y.scratchOffset) << what << i;
+      ASSERT_EQ(x.body.size(), y.body.size()) << what << i;
+      for (size_t j = 0; j < x.body.size(); ++j) {
+        const MicroOp &p = x.body[j], &q = y.body[j];
+        EXPECT_EQ(p.op, q.op) << what << i << " micro-op " << j;
+        ASSERT_EQ(p.attrs.size(), q.attrs.size()) << what << i << " micro-op " << j;
+        for (size_t k = 0; k < p.attrs.size(); ++k)
+          EXPECT_TRUE(sameAttr(p.attrs[k], q.attrs[k])) << what << i << " micro-op " << j;
+        EXPECT_EQ(p.args, q.args) << what << i << " micro-op " << j;
+        EXPECT_EQ(p.type, q.type) << what << i << " micro-op " << j;
+        EXPECT_EQ(p.name, q.name) << what << i << " micro-op " << j;
+        EXPECT_EQ(p.loc, q.loc) << what << i << " micro-op " << j;
+      }
     }
   }
   ASSERT_EQ(a.workspaces.size(), b.workspaces.size());
@@ -203,14 +216,20 @@ void expectRoundTrip(const Executable &exe) {
 
 std::set<AttrKind> attrKinds(const Executable &exe) {
   std::set<AttrKind> kinds;
-  for (const Step &st : exe.steps)
+  for (const Step &st : exe.steps) {
     for (const AttrValue &a : st.attrs) kinds.insert(attrKind(a));
+    for (const MicroOp &m : st.body)
+      for (const AttrValue &a : m.attrs) kinds.insert(attrKind(a));
+  }
   return kinds;
 }
 
+// A step of `op`, or a fused step with `op` in its body.
 bool hasStep(const Executable &exe, OpKind op) {
-  return std::any_of(exe.steps.begin(), exe.steps.end(),
-                     [&](const Step &st) { return st.op == op; });
+  return std::any_of(exe.steps.begin(), exe.steps.end(), [&](const Step &st) {
+    return st.op == op || std::any_of(st.body.begin(), st.body.end(),
+                                      [&](const MicroOp &m) { return m.op == op; });
+  });
 }
 
 // ---- bytes -----------------------------------------------------------------------------------
@@ -432,6 +451,65 @@ TEST(Artifact, LoadOfAMissingFileNamesIt) {
 // ---- magic, version, corruption, truncation
 // ------------------------------------------------------
 
+// A linear with a bias, gelu, a residual add and a cast to f16 after it (one fused step anchored
+// on the linear), and an elementwise tree beside it reading a broadcast row (another).
+constexpr std::string_view kFused = R"(graph fused {
+  input %x : f32[4,16]
+  input %r : f32[4,8]
+  param %w : f32[8,16] = randn(seed=1)
+  param %b : f32[8] = randn(seed=2)
+  param %row : f32[8] = randn(seed=3)
+  %h = linear(%x, %w, %b)
+  %g = gelu(%h, approximate="tanh")
+  %s = add(%g, %r)
+  %y = cast(%s, to=f16)
+  %t = mul(%r, %row)
+  %pos = greater(%t, 0.0)
+  %n = neg(%t)
+  %u = where(%pos, %t, %n)
+  output %y
+  output %u
+}
+)";
+
+TEST(Artifact, FusedStepsRoundTripWithTheirBodies) {
+  const Executable exe = built(parseGraph(kFused, "fused.fy"));
+  std::vector<const Step *> fused;
+  for (const Step &st : exe.steps)
+    if (!st.body.empty()) fused.push_back(&st);
+  ASSERT_EQ(fused.size(), 2u);
+  EXPECT_EQ(fused[0]->op, OpKind::Linear);
+  EXPECT_EQ(fused[0]->body.size(), 4u);  // linear, gelu, add, cast
+  EXPECT_EQ(fused[0]->body[1].attrs.size(), 1u);
+  EXPECT_EQ(fused[1]->body.size(), 4u);  // mul, greater, neg, where (the literal is a weight)
+  expectRoundTrip(exe);
+  // Loaded, it runs as the same graph compiled without fusion does, to the byte.
+  CompileOptions plain;
+  plain.fusion = false;
+  const Executable unfused = built(parseGraph(kFused, "fused.fy"), plain);
+  Expected<Executable> back = Executable::deserialize(exe.serialize(), "fused.ferry");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  std::vector<NamedTensor> inputs;
+  for (const auto &[name, shape] : {std::pair{"x", Shape{4, 16}}, std::pair{"r", Shape{4, 8}}}) {
+    TensorData t(DType::F32, shape);
+    auto *v = reinterpret_cast<float *>(t.mutableBytes().data());
+    for (int64_t i = 0; i < t.numel(); ++i) v[i] = static_cast<float>((i * 37 % 19) - 9) / 4.0f;
+    inputs.push_back({name, Tensor(t)});
+  }
+  Expected<Session> a = Session::create(std::move(back).value());
+  Expected<Session> b = Session::create(unfused);
+  ASSERT_TRUE(a.ok() && b.ok());
+  Expected<RunResult> ra = a->run(inputs), rb = b->run(inputs);
+  ASSERT_TRUE(ra.ok()) << ra.status().message();
+  ASSERT_TRUE(rb.ok()) << rb.status().message();
+  ASSERT_EQ(ra->outputs.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    const TensorData x = ra->outputs[k].tensor.data(), y = rb->outputs[k].tensor.data();
+    ASSERT_EQ(x.type(), y.type());
+    EXPECT_EQ(std::memcmp(x.bytes().data(), y.bytes().data(), x.bytes().size()), 0) << k;
+  }
+}
+
 TEST(Artifact, OtherFilesAndVersionsAreNamed) {
   const std::string bytes = mlp().serialize();
   const std::string npy = std::string("\x93NUMPY\x01\x00", 8) + bytes.substr(8);
@@ -439,8 +517,9 @@ TEST(Artifact, OtherFilesAndVersionsAreNamed) {
                                   "'FERRYEXE', found '\\x93NUMPY\\x01\\x00'"))
       << loadError(npy);
   EXPECT_TRUE(has(loadError("graph mlp {}"), "not a ferry executable (bad magic)"));
-  // 1 to 3: files of older builds (before kernel plans, load steps, imported locations).
-  for (uint32_t version : {0u, 1u, 2u, 3u, 7u, 0xffffffffu}) {
+  // 1 to 4: files of older builds (before kernel plans, load steps, imported locations, fused
+  // bodies).
+  for (uint32_t version : {0u, 1u, 2u, 3u, 4u, 7u, 0xffffffffu}) {
     std::string v = bytes;
     v.replace(8, 4, le(version, 4));
     EXPECT_TRUE(has(loadError(v), "m.ferry: format version " + std::to_string(version) +
@@ -453,7 +532,7 @@ TEST(Artifact, OtherFilesAndVersionsAreNamed) {
   // An older file says what to do about it.
   std::string v2 = bytes;
   v2.replace(8, 4, le(2, 4));
-  EXPECT_TRUE(has(loadError(v2), "m.ferry: format version 2, this build reads version 4: the "
+  EXPECT_TRUE(has(loadError(v2), "m.ferry: format version 2, this build reads version 5: the "
                                  "file was written by an older ferry; compile the model again"))
       << loadError(v2);
   std::string flags = bytes;
@@ -631,7 +710,8 @@ TEST(Artifact, HostileStepsAreNamed) {
   // The constant's result made an input slot: the step then writes no activation (validate()).
   const size_t result = element + 5 + 4;
   EXPECT_TRUE(has(hostile(bytes, result, le(0, 4)),
-                  "m.ferry: step 4 ('constant') writes no activation slot"))
+                  "m.ferry: step " + std::to_string(exe.steps.size() - 1) +
+                      " ('constant') writes no activation slot"))
       << hostile(bytes, result, le(0, 4));
 }
 
@@ -654,12 +734,14 @@ TEST(Artifact, AnInconsistentExecutableIsRejectedAfterParsing) {
   const size_t offset = find(bytes, slotRecord(exe.slots[h])) + slotRecord(exe.slots[h]).size() + 4;
   e = hostile(bytes, offset, le(uint64_t{1} << 40, 8));
   EXPECT_TRUE(has(e, "lies outside its device's workspace")) << e;
-  // %h's dims swapped: the same bytes, the wrong shape for its linear.
+  // The dims of step 0's result swapped: the same bytes, the wrong shape for the fused
+  // linear + relu whose body gives f32[4,8].
   ASSERT_EQ(exe.slots[h].type, (TensorType{DType::F32, {4, 8}}));
+  ASSERT_EQ(exe.steps[0].body.size(), 2u);
   const size_t dims = find(bytes, slotRecord(exe.slots[h])) + 4 + exe.slots[h].name.size() + 7 + 4;
   e = hostile(bytes, dims, le(8, 8) + le(4, 8));
-  EXPECT_TRUE(has(e, "m.ferry: step 0 ('linear') writes %" + exe.slots[h].name +
-                         " typed f32[8,4] but 'linear' gives f32[4,8]"))
+  EXPECT_TRUE(has(e, "m.ferry: step 0 (fused 'linear'), micro-op 0 ('linear' %h): is f32[4,8], "
+                     "not of the step's shape f32[8,4]"))
       << e;
 }
 

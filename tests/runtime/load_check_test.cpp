@@ -225,5 +225,76 @@ TEST(LoadChecks, SlotsLiveAtTheSameStepThatShareBytesAreRefused) {
   EXPECT_TRUE(exe.validate().ok()) << exe.validate().message();
 }
 
+// kSmallMlp compiled with fusion: step 0 is linear + relu, one fused step.
+Executable fusedMlp() {
+  Expected<Graph> g = parseGraph(kSmallMlp, "mlp.fy");
+  EXPECT_TRUE(g.ok());
+  Expected<Executable> exe = build(std::move(g).value(), CompileOptions{});
+  EXPECT_TRUE(exe.ok()) << exe.status().message();
+  return exe ? std::move(exe).value() : Executable{};
+}
+
+TEST(LoadChecks, AFusedBodyIsCheckedMicroOpByMicroOpAgainstTheOpTable) {
+  const Executable good = fusedMlp();
+  ASSERT_FALSE(good.steps.empty());
+  ASSERT_EQ(good.steps[0].body.size(), 2u);  // linear, relu
+  EXPECT_TRUE(good.validate().ok()) << good.validate().message();
+  auto refused = [&](auto edit) {
+    Executable exe = good;
+    edit(exe.steps[0]);
+    return exe.validate().message();
+  };
+  auto has = [](const std::string &s, const std::string &part) {
+    return s.find(part) != std::string::npos;
+  };
+  // relu's value typed f16: the op table gives f32 for an f32 operand.
+  std::string e = refused([](Step &st) { st.body[1].type.dtype = DType::F16; });
+  EXPECT_TRUE(has(e, "step 0 (fused 'linear'), micro-op 1 ('relu' %a): writes %a typed "
+                     "f16[4,8] but 'relu' gives f32[4,8]"))
+      << e;
+  // relu reading itself, then a micro-op past the end.
+  e = refused([](Step &st) { st.body[1].args[0] = ~1; });
+  EXPECT_TRUE(has(e, "micro-op 1 ('relu' %a): reads micro-op 1, which is not an earlier one")) << e;
+  // The anchor reading a micro-op: anchors read step operands only.
+  e = refused([](Step &st) { st.body[0].args[0] = ~0; });
+  EXPECT_TRUE(has(e, "micro-op 0 ('linear' %h): reads micro-op 0, but an anchor reads step "
+                     "operands only"))
+      << e;
+  // An operand index past the step's operands.
+  e = refused([](Step &st) { st.body[0].args[1] = 7; });
+  EXPECT_TRUE(has(e, "micro-op 0 ('linear' %h): reads operand 7 of 3")) << e;
+  // A view after the first micro-op.
+  e = refused([](Step &st) { st.body[1].op = OpKind::Identity; });
+  EXPECT_TRUE(has(e, "micro-op 1 ('identity' %a): only elementwise ops follow a body's first "
+                     "micro-op"))
+      << e;
+  // A body of one micro-op.
+  e = refused([](Step &st) { st.body.pop_back(); });
+  EXPECT_TRUE(has(e, "is fused but its body has 1 micro-op")) << e;
+  // The step's op not its anchor's.
+  e = refused([](Step &st) { st.op = OpKind::Relu; });
+  EXPECT_TRUE(has(e, "its op is not its body's anchor or last op 'linear'")) << e;
+  // A fused load step.
+  {
+    Executable exe = good;
+    Step st = exe.steps[0];
+    exe.loadSteps.push_back(st);
+    EXPECT_TRUE(has(exe.validate().message(), "load step 0 ('linear') is fused, but a load step is one node"))
+        << exe.validate().message();
+  }
+  // And through a saved file: the relu's dtype edited behind a recomputed checksum.
+  std::string bytes = good.serialize();
+  const std::string relu = str("relu") + le(0, 4) + le(1, 4) + le(0xffffffffu, 4);  // op, attrs, args
+  const size_t at = bytes.find(relu);
+  ASSERT_NE(at, std::string::npos);
+  const size_t dtype = at + relu.size() + 4;  // the micro-op's type: its dtype's text first
+  ASSERT_EQ(bytes.substr(dtype, 3), "f32");
+  bytes.replace(dtype, 3, "f16");
+  Expected<Executable> back = Executable::deserialize(resealed(bytes), "m.ferry");
+  ASSERT_FALSE(back.ok());
+  EXPECT_TRUE(has(back.status().message(), "m.ferry: step 0 (fused 'linear'), micro-op 1 ('relu' %a)"))
+      << back.status().message();
+}
+
 }  // namespace
 }  // namespace ferry

@@ -27,12 +27,15 @@ inline constexpr std::string_view kSmallMlp = R"(graph mlp {
 }
 )";
 
-/// kSmallMlp compiled with the default options (a test failure, and an empty executable, if not).
+/// kSmallMlp compiled with the default options but fusion, so that each node is a step of its
+/// own, which the tests edit by name (a test failure, and an empty executable, if it fails).
 inline Executable compiledSmallMlp() {
   Expected<Graph> g = parseGraph(kSmallMlp, "mlp.fy");
   EXPECT_TRUE(g.ok()) << g.status().message();
   if (!g) return Executable{};
-  Expected<Executable> exe = build(std::move(g).value(), CompileOptions{});
+  CompileOptions options;
+  options.fusion = false;
+  Expected<Executable> exe = build(std::move(g).value(), options);
   EXPECT_TRUE(exe.ok()) << exe.status().message();
   return exe ? std::move(exe).value() : Executable{};
 }

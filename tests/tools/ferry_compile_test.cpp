@@ -140,7 +140,9 @@ TEST_F(FerryCompile, EmitsTextByDefault) {
   EXPECT_EQ(same.out, r.out);
   Result bare = run("--no-locations " + shellQuote(model));
   ASSERT_EQ(bare.exit, 0) << bare.err;
-  EXPECT_TRUE(contains(bare.out, "%h : f32[4,16] @cpu = linear(%x, %w1, %b1)\n")) << bare.out;
+  // Fusion marks are part of what the graph says: printed with or without locations.
+  EXPECT_TRUE(contains(bare.out, "%h : f32[4,16] @cpu = linear(%x, %w1, %b1)  # fused 0\n"))
+      << bare.out;
   EXPECT_FALSE(contains(bare.out, "mlp.fy")) << bare.out;
 }
 
@@ -173,7 +175,7 @@ TEST_F(FerryCompile, EmitsJson) {
   std::string model = write("mlp.fy", kMlp);
   Result r = run("--emit json " + shellQuote(model));
   ASSERT_EQ(r.exit, 0) << r.err;
-  EXPECT_TRUE(r.out.starts_with("{\n  \"format\": \"ferry.graph\",\n  \"version\": 4,\n")) << r.out;
+  EXPECT_TRUE(r.out.starts_with("{\n  \"format\": \"ferry.graph\",\n  \"version\": 5,\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "\"graph\": \"mlp\"")) << r.out;
   EXPECT_EQ(count(r.out, "\"op\": "), 3u) << r.out;
   EXPECT_TRUE(contains(r.out, "\"op\": \"relu\", \"result\": \"a\", \"type\": {\"dtype\": \"f32\", "
@@ -601,7 +603,9 @@ TEST_F(FerryCompile, DotHasAClusterPerDeviceAndTheTransferEdgeCrossingThem) {
   ASSERT_EQ(r.exit, 0) << r.err;
   EXPECT_EQ(count(r.out, "subgraph \"cluster_cpu\" {"), 1u) << r.out;
   EXPECT_EQ(count(r.out, "subgraph \"cluster_cpu:1\" {"), 1u) << r.out;
-  EXPECT_EQ(count(r.out, "subgraph \"cluster_"), 2u) << r.out;  // and the legend's
+  // and the legend's, and the fused linear + relu's box inside cpu:1's
+  EXPECT_EQ(count(r.out, "subgraph \"cluster_"), 3u) << r.out;
+  EXPECT_EQ(count(r.out, "subgraph \"cluster_fused_0\" {"), 1u) << r.out;
   // The input is in cpu's cluster, the layer in cpu:1's; the copy is the edge between them, with
   // its bytes (32 x 784 floats).
   const size_t cpu = r.out.find("subgraph \"cluster_cpu\""),
@@ -691,7 +695,8 @@ TEST_F(FerryCompile, WritesTheExecutableThatFerryRunRuns) {
   EXPECT_TRUE(contains(r.err, "wrote the executable to " + exe)) << r.err;
   Result ran = runTool(FERRY_RUN, shellQuote(exe) + " --random-inputs");
   ASSERT_EQ(ran.exit, 0) << ran.err;
-  EXPECT_TRUE(contains(ran.out, "devices cpu,cpu:1, placement auto, 5 steps")) << ran.out;
+  // transfer, linear+relu (fused), linear, softmax
+  EXPECT_TRUE(contains(ran.out, "devices cpu,cpu:1, placement auto, 4 steps")) << ran.out;
   EXPECT_TRUE(contains(ran.out, "last run: 1 transfers, 100352 bytes")) << ran.out;
   // The executable needs the whole pipeline.
   Result early = run("--stop-after placement -o " + shellQuote(exe) + " " + shellQuote(model) +

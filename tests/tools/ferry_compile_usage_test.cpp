@@ -157,6 +157,7 @@ TEST_F(FerryCompileUsage, EveryOptionOfHelpRejectsABadValue) {
       {"--placement", {"--placement sideways", "--placement: invalid placement policy"}},
       {"--dtype", {"--dtype fp8", "--dtype: invalid dtype policy 'fp8'"}},
       {"--no-fallback", {"--no-fallback=x", "--no-fallback takes no value, got 'x'"}},
+      {"--no-fusion", {"--no-fusion=x", "--no-fusion takes no value, got 'x'"}},
       {"--stop-after", {"--stop-after lowering", "--stop-after: unknown pass 'lowering'"}},
       {"--cost", {"--cost cpu.flops=-1", "--cost: cpu.flops: expected a positive number"}},
       {"--cost-file",

@@ -162,8 +162,9 @@ TEST_F(FerryRun, ExampleMlpWithRandomInputs) {
       << r.out;
   EXPECT_TRUE(contains(r.out, "slowest steps (mean of 3 runs):\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "mlp.fy:9\n")) << r.out;  // the first linear
-  // 4 steps, all listed (at most 5).
-  EXPECT_EQ(count(r.out, " ms  "), 4u) << r.out;
+  // 3 steps (linear+relu fused, linear, softmax), all listed (at most 5).
+  EXPECT_EQ(count(r.out, " ms  "), 3u) << r.out;
+  EXPECT_TRUE(contains(r.out, "linear+relu  %a")) << r.out;
 }
 
 TEST_F(FerryRun, NpyInputAndOutputDirMatchTheReference) {
@@ -653,12 +654,12 @@ TEST_F(FerryRun, TraceHasAnEventPerStepOnItsDevicesLane) {
   ASSERT_NO_FATAL_FAILURE(readTrace(file, "mlp", t));
   EXPECT_EQ(laneNames(t), (std::vector<std::string>{"cpu", "transfers"}));
   ASSERT_EQ(t.events.size(), stepCount(r.out));
-  ASSERT_EQ(t.events.size(), 4u);
+  ASSERT_EQ(t.events.size(), 3u);  // linear+relu (fused), linear, softmax
   const Json &first = *t.events[0];
-  EXPECT_EQ(first["name"].text, "linear %h");
+  EXPECT_EQ(first["name"].text, "linear+relu %a");
   const Json &args = *first.find("args");
-  EXPECT_EQ(args["op"].text, "linear");
-  EXPECT_EQ(args["result"].text, "%h");
+  EXPECT_EQ(args["op"].text, "linear+relu");
+  EXPECT_EQ(args["result"].text, "%a");
   EXPECT_EQ(args["type"].text, "f32[32,256]");
   EXPECT_EQ(args["device"].text, "cpu");
   ASSERT_NE(args.find("bytes"), nullptr);

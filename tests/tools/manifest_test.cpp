@@ -734,7 +734,8 @@ TEST(Manifest, MatchesTheDocumentedSchema) {
     // One entity per line: each element of the top-level arrays starts a line of its own.
     size_t elements = 0;
     for (const char *part :
-         {"inputs", "params", "nodes", "outputs", "transfers", "casts", "diagnostics"})
+         {"inputs", "params", "nodes", "outputs", "transfers", "casts", "fusion_groups",
+          "diagnostics"})
       elements += m[part].items.size();
     EXPECT_EQ(tooltest::count(text, "\n    {"), elements);
     if (!inv.locations) {

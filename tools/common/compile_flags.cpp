@@ -20,10 +20,10 @@ namespace ferry {
 namespace {
 
 // Every flag this file adds, for firstCompileFlagGiven().
-constexpr std::array<std::string_view, 10> kFlagNames = {
+constexpr std::array<std::string_view, 11> kFlagNames = {
     "--devices",   "--target",    "--placement",          "--dtype",     "--no-fallback",
     "--cost",      "--cost-file", "--transfers",          "--max-transfer-bytes",
-    "--max-casts"};
+    "--max-casts", "--no-fusion"};
 
 // Stores the value of `e` in `out`, or says which flag was wrong.
 template <class T> Status take(Expected<T> e, std::string_view flag, T &out) {
@@ -98,6 +98,8 @@ void addPolicyFlags(CLI::App &app, CompileFlags &f) {
       ->capture_default_str();
   app.add_flag("--no-fallback", f.noFallback,
                "An op its device cannot run is an error, not moved to the cpu");
+  app.add_flag("--no-fusion", f.noFusion,
+               "One kernel per node: no fused elementwise chains or GEMM epilogues");
   app.add_option("--cost", f.cost,
                  "Cost model for auto, e.g. h2d.bandwidth=1e10,cuda.flops=2e13")
       ->type_name("KEY=VALUE,...");
@@ -141,6 +143,7 @@ Status toCompileOptions(const CompileFlags &f, CompileOptions &c) {
     return flagError("--dtype", "say which precision: autocast=f16 or autocast=bf16");
   FERRY_TRY(take(parseDTypePolicy(f.dtype), "--dtype", c.dtype));
   c.fallback = !f.noFallback;
+  c.fusion = !f.noFusion;
   FERRY_TRY(costModel(f, c.cost));
   FERRY_TRY(transferBudgets(f.transfers, c.budgets));
   FERRY_TRY(integerFlag(f.maxTransferBytes, "--max-transfer-bytes", 0, c.budgets.maxTransferBytes));

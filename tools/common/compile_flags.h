@@ -24,6 +24,7 @@ struct CompileFlags {
   std::string placement = "strict";
   std::string dtype = "strict";
   bool noFallback = false;
+  bool noFusion = false;
   std::string transfers;
   std::string maxTransferBytes;
   std::string maxCasts;
@@ -31,7 +32,8 @@ struct CompileFlags {
   std::string costFile;  ///< a file of cost model settings, applied before `cost`
 };
 
-/// Adds --devices, --target, --placement, --dtype, --no-fallback, --cost and --cost-file, bound
+/// Adds --devices, --target, --placement, --dtype, --no-fallback, --no-fusion, --cost and
+/// --cost-file, bound
 /// to `flags`. The budget flags come separately so that a tool can list its own options in
 /// between.
 void addPolicyFlags(CLI::App &app, CompileFlags &flags);

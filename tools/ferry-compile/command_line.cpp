@@ -47,7 +47,7 @@ void addOptions(CLI::App &app, Options &o) {
   addInputValueFlag(app, o.inputValues);
   addParamLimitFlag(app, o.maxTotalParamBytes);
   addPolicyFlags(app, o.compile);
-  app.add_option("--stop-after", o.stopAfter, "Stop after this pass: " + passNames())
+  app.add_option("--stop-after", o.stopAfter, "Stop after PASS: " + passNames())
       ->type_name("PASS");
   addBudgetFlags(app, o.compile);
   app.add_flag("--stats", o.stats, "Print transfers, casts, nodes per device and times on stderr");

@@ -142,6 +142,7 @@ class DotWriter {
       else if (chains_[static_cast<size_t>(chain)].front() == id)
         chainBox(chains_[static_cast<size_t>(chain)]);
     }
+    for (const auto &[group, body] : groupBodies_) fusedCluster(group, body);
     for (const auto &[index, body] : clusters_) cluster(index, body);
     out_ += unplaced_;
     for (NodeId id : g_.order()) {
@@ -190,13 +191,35 @@ class DotWriter {
 
   bool rejected(const Node &n) const { return n.loc.known() && errors_.contains(n.loc.str()); }
 
-  // A statement inside its device's cluster, or outside when the value has no device yet.
-  void add(std::optional<Device> d, const std::string &id, const std::string &attrs) {
+  // A statement inside its device's cluster, or outside when the value has no device yet; a
+  // member of a fusion group (`group` >= 0) inside the group's box within its device's.
+  void add(std::optional<Device> d, const std::string &id, const std::string &attrs,
+           int32_t group = -1) {
     const std::string line = "    " + id + " [" + attrs + "];\n";
-    if (d)
+    if (d && group >= 0) {
+      groupBodies_[group] += "  " + line;
+      groupDevice_[group] = deviceIndex(*d);
+    } else if (d) {
       clusters_[deviceIndex(*d)] += line;
-    else
+    } else {
       unplaced_ += line.substr(2);
+    }
+  }
+
+  // A fusion group: a dashed box inside its device's cluster, labelled with its number and ops
+  // (the nodes in it run as one kernel).
+  void fusedCluster(int32_t group, const std::string &body) {
+    const FusionGroup &fg = g_.groups()[static_cast<size_t>(group)];
+    std::string ops;
+    for (NodeId id : fg.members) {
+      const std::string op(g_.node(id).info().name);
+      if (ops.find(op) == std::string::npos) ops += (ops.empty() ? "" : " + ") + op;
+    }
+    std::string &cluster = clusters_[groupDevice_.at(group)];
+    cluster += "    subgraph " + dotString("cluster_fused_" + std::to_string(group)) + " {\n";
+    cluster += "      label=" + dotString("fused " + std::to_string(group) + ": " + ops) +
+               "; style=\"dashed,rounded\"; color=\"#555555\"; fontsize=10;\n";
+    cluster += body + "    }\n";
   }
 
   void node(const Node &n) {
@@ -226,7 +249,7 @@ class DotWriter {
       style = "filled,bold";
     }
     add(shownDevice(g_, n), "n" + std::to_string(n.id),
-        attrs + "style=\"" + style + "\", label=" + dotLabel(lines) + tip);
+        attrs + "style=\"" + style + "\", label=" + dotLabel(lines) + tip, n.group);
   }
 
   // A transfer: a small point in its destination's cluster, where the one bold edge that carries
@@ -359,6 +382,8 @@ class DotWriter {
   std::vector<uint8_t> weights_;        // per value: a weight (passes/load_time.h)
   std::vector<Device> devices_;
   std::map<size_t, std::string> clusters_;  // by device index
+  std::map<int32_t, std::string> groupBodies_;  // by fusion group
+  std::map<int32_t, size_t> groupDevice_;
   std::string unplaced_;
   std::map<std::string, std::string> errors_;  // by location: the messages and their fixes
   std::vector<std::vector<NodeId>> chains_;    // long chains, each drawn as one box

@@ -266,6 +266,23 @@ class Writer {
     return jsonArray(items);
   }
 
+  // Every fusion group (Graph::groups()): the nodes that run as one kernel.
+  std::string fusionGroups() const {
+    std::vector<std::string> items;
+    for (size_t i = 0; i < g_.groups().size(); ++i) {
+      const FusionGroup &fg = g_.groups()[i];
+      const Value &r = g_.value(g_.node(fg.root).result);
+      std::string members;
+      for (NodeId m : fg.members) members += (members.empty() ? "" : ", ") + name(g_.node(m).result);
+      items.push_back("{\"group\": " + std::to_string(i) + ", \"device\": " +
+                      jsonOptDevice(r.device) + ", \"value\": " + name(r.id) +
+                      ", \"anchor\": " +
+                      (fg.anchor >= 0 ? name(g_.node(fg.anchor).result) : std::string("null")) +
+                      ", \"nodes\": [" + members + "]}");
+    }
+    return jsonArray(items);
+  }
+
   std::string statistics(const CompileStats &st,
                          const std::map<Device, DeviceTotals> &totals) const {
     std::string directions = "{";
@@ -293,6 +310,8 @@ class Writer {
            line("casts_removed", std::to_string(st.castsRemoved)) + "," +
            line("nodes_removed", std::to_string(st.nodesRemoved)) + "," +
            line("nodes_per_device", perDevice + "}") + "," +
+           line("fusion_groups", std::to_string(st.fusionGroups)) + "," +
+           line("fused_nodes", std::to_string(st.fusedNodes)) + "," +
            line("estimated_seconds", jsonRounded(st.estimatedSeconds)) + "," +
            line("devices", devices(totals)) + "\n  }";
   }
@@ -466,7 +485,8 @@ std::string jsonOptions(const CompileOptions &o) {
   return "{\"devices\": " + devices + "], \"target\": " + jsonString(o.target.str()) +
          ", \"placement\": " + jsonString(placementPolicyName(o.placement)) +
          ", \"dtype\": " + jsonString(o.dtype.str()) + ", \"fallback\": " + jsonBool(o.fallback) +
-         ", \"stop_after\": " + jsonOptString(o.stopAfter) + "}";
+         ", \"stop_after\": " + jsonOptString(o.stopAfter) + ", \"fusion\": " + jsonBool(o.fusion) +
+         "}";
 }
 
 // "compiled", "stopped" (--stop-after before the last pass) or "rejected".
@@ -490,7 +510,8 @@ std::string emitManifest(const CompileResult &result, const CompileOptions &opti
          ",\n  \"outcome\": " + jsonString(outcome(result)) + ",\n  \"inputs\": " + w.inputs() +
          ",\n  \"params\": " + w.params() + ",\n  \"nodes\": " + w.nodes() +
          ",\n  \"outputs\": " + w.outputs() + ",\n  \"transfers\": " + w.transfers() +
-         ",\n  \"casts\": " + w.casts() + ",\n  \"statistics\": " + statistics +
+         ",\n  \"casts\": " + w.casts() + ",\n  \"fusion_groups\": " + w.fusionGroups() +
+         ",\n  \"statistics\": " + statistics +
          ",\n  \"diagnostics\": " + w.diagnostics(result.diagnostics) + "\n}\n";
 }
 

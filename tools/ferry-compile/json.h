@@ -15,7 +15,7 @@ namespace ferry {
 /// fields to version 1; 3 added `outcome` and `statistics.devices`, and made `statistics` null for
 /// a rejected compile (version 2 wrote zeros there); 4 counts transfers and casts of weights apart,
 /// as done once at load (`at_load`, `statistics.load_*`), not per run.
-inline constexpr int kManifestVersion = 4;
+inline constexpr int kManifestVersion = 5;
 
 /// The placement manifest of a compile as one JSON document, laid out as docs/manifest.md
 /// specifies: the options that decide placement; the graph's inputs, params, nodes (in

@@ -51,6 +51,13 @@ std::string binaryBytes(double b) {
   return buf;
 }
 
+// "2 groups of 5 nodes", or "none".
+std::string fusedLine(const CompileStats &st) {
+  if (st.fusionGroups == 0) return "none";
+  return std::to_string(st.fusionGroups) + (st.fusionGroups == 1 ? " group of " : " groups of ") +
+         std::to_string(st.fusedNodes) + " nodes";
+}
+
 }  // namespace
 
 std::string renderSummary(const CompileResult &result,
@@ -74,6 +81,7 @@ std::string renderSummary(const CompileResult &result,
   s += "#   at load, once per session (weights): " + std::to_string(st.loadTransfers) +
        " transfers, " + binaryBytes(static_cast<double>(st.loadTransferBytes)) + "; " +
        std::to_string(st.loadCasts) + " casts\n";
+  if (st.fusionGroups > 0) s += "#   fused: " + fusedLine(st) + " (one kernel each)\n";
   return s;
 }
 
@@ -103,6 +111,7 @@ std::string renderStats(const CompileResult &result, const CompileOptions &optio
   for (const auto &[device, n] : st.nodesPerDevice)
     perDevice += (perDevice.empty() ? "" : ", ") + device.str() + " " + std::to_string(n);
   s += "  nodes per device: " + (perDevice.empty() ? "none placed" : perDevice) + "\n";
+  s += "  fused: " + fusedLine(st) + "\n";
   s += "  estimated time: " + seconds(st.estimatedSeconds) + " per run\n";
   if (statsOptions.timings) {
     std::string times;

@@ -144,13 +144,13 @@ std::string renderTimings(const Session &session, const Timings &timings, int64_
   };
   size_t opWidth = 0, resultWidth = 0;
   for (size_t i : order) {
-    opWidth = std::max(opWidth, opInfo(exe.steps[i].op).name.size());
+    opWidth = std::max(opWidth, stepOpName(exe.steps[i]).size());
     resultWidth = std::max(resultWidth, result(i).size());
   }
   for (size_t i : order) {
     const Step &s = exe.steps[i];
     out += "  " + padded(millis(stepMean[i]), 10, true) + "  " +
-           padded(std::string(opInfo(s.op).name), opWidth, false) + "  " +
+           padded(stepOpName(s), opWidth, false) + "  " +
            padded(result(i), resultWidth, false) + "  " + fileLine(s.loc) +
            (s.inserted ? " (inserted)" : "") + "\n";
   }

@@ -103,7 +103,7 @@ std::string inputCopyEvent(const Executable &exe, const RunStats &stats, const L
 std::string stepEvent(const Executable &exe, const RunStats &stats, const Lanes &lanes, size_t i) {
   const Step &step = exe.steps[i];
   const Slot &result = exe.slots[static_cast<size_t>(step.result)];
-  const std::string op(opInfo(step.op).name);
+  const std::string op = stepOpName(step);
   const bool transfer = step.op == OpKind::Transfer;
   Args args = {{"step", std::to_string(i)},
                {"op", jsonString(op)},

@@ -1,0 +1,208 @@
+// tests/runtime/fusion_property_test.cpp — random graphs compiled with and without fusion, run by
+// a Session on the CPU: both give the reference interpreter's results, and the fused run gives
+// exactly the unfused run's bytes (a fused kernel rounds every member's value to its dtype as
+// storing it would). The graphs are drawn from the ops fusion groups (elementwise, casts, where,
+// comparisons, GEMM anchors) plus a few that end groups, so that groups of every shape the pass
+// makes occur: counted, and each shape required a few times. Graphs with extreme values (inf,
+// NaN, 1e300) are checked fused against unfused only.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+
+#include "backends/reference/interpreter.h"
+#include "common/random_graph.h"
+#include "common/value_check.h"
+#include "ir/printer.h"
+#include "passes/lower.h"
+#include "runtime/session.h"
+
+namespace ferry {
+namespace {
+
+constexpr int kGraphs = 2000;
+constexpr int kMaxFailures = 5;
+
+// Group shapes, counted over the suite.
+struct Shapes {
+  int groups = 0, anchored = 0, elementwiseOnly = 0, broadcastInput = 0, withCast = 0,
+      withWhere = 0, withCompare = 0, large = 0, mixedDTypes = 0, halfDTypes = 0,
+      integerDTypes = 0;
+  std::map<OpKind, int> anchors;
+};
+
+void count(const Executable &exe, Shapes &s) {
+  for (const Step &st : exe.steps) {
+    if (st.body.empty()) continue;
+    ++s.groups;
+    const bool anchored = opInfo(st.body[0].op).is(OpTrait::GemmLike);
+    if (anchored) {
+      ++s.anchored;
+      ++s.anchors[st.body[0].op];
+    } else {
+      ++s.elementwiseOnly;
+    }
+    s.large += st.body.size() >= 4;
+    const TensorType &result = exe.slots[static_cast<size_t>(st.result)].type;
+    for (int32_t o : st.operands)
+      s.broadcastInput += exe.slots[static_cast<size_t>(o)].type.shape != result.shape;
+    bool cast = false, where = false, compare = false, half = false, integer = false;
+    std::vector<DType> dtypes;
+    for (const MicroOp &m : st.body) {
+      cast |= m.op == OpKind::Cast;
+      where |= m.op == OpKind::Where;
+      compare |= opInfo(m.op).dtypeRule == DTypeRule::Compare;
+      half |= m.type.dtype == DType::F16 || m.type.dtype == DType::BF16;
+      integer |= !isFloating(m.type.dtype) && m.type.dtype != DType::Bool;
+      if (std::find(dtypes.begin(), dtypes.end(), m.type.dtype) == dtypes.end())
+        dtypes.push_back(m.type.dtype);
+    }
+    s.withCast += cast;
+    s.withWhere += where;
+    s.withCompare += compare;
+    s.halfDTypes += half;
+    s.integerDTypes += integer;
+    s.mixedDTypes += dtypes.size() > 1;
+  }
+}
+
+std::vector<OpKind> fusableOps() {
+  std::vector<OpKind> ops;
+  for (const OpInfo &op : allOps())
+    if (op.is(OpTrait::Elementwise) || op.is(OpTrait::GemmLike)) ops.push_back(op.kind);
+  // A few that end groups or change shapes between them.
+  for (OpKind k : {OpKind::Softmax, OpKind::Sum, OpKind::Transpose, OpKind::Reshape})
+    ops.push_back(k);
+  return ops;
+}
+
+struct Ran {
+  Expected<RunResult> result = makeError("internal", "not run");
+  std::unique_ptr<Executable> exe;
+};
+
+Ran runCompiled(const Graph &compiled, const CompileOptions &options,
+                const std::vector<NamedTensor> &inputs) {
+  Ran run;
+  Expected<Executable> exe = lower(compiled, options);
+  if (!exe) {
+    run.result = exe.status();
+    return run;
+  }
+  run.exe = std::make_unique<Executable>(*exe);
+  Session::Options so;
+  so.checkPlan = true;
+  Expected<Session> session = Session::create(std::move(exe).value(), so);
+  if (!session) {
+    run.result = session.status();
+    return run;
+  }
+  run.result = session->run(inputs);
+  return run;
+}
+
+TEST(FusionProperty, FusedAndUnfusedGraphsGiveTheReferencesResultsAndTheSameBytes) {
+  const std::vector<OpKind> ops = fusableOps();
+  Shapes shapes;
+  int graphs = 0, rejected = 0, bothFailed = 0, compared = 0, fusedGraphs = 0, failures = 0;
+  for (int seed = 0; seed < kGraphs && failures < kMaxFailures; ++seed) {
+    ++graphs;
+    testutil::RandomGraphOptions gen{.maxNodes = 14,
+                                     .insertedRate = 0,
+                                     .devices = {Device::cpu()},
+                                     .pinRate = 0,
+                                     .dtypePinRate = 0.1,
+                                     .ops = ops,
+                                     .extremeValues = seed % 4 == 0,
+                                     .compileReady = true};
+    const Graph g = testutil::randomGraph(static_cast<uint64_t>(seed) + 77001, gen);
+    CompileOptions options;
+    options.dtype = seed % 3 == 0 ? DTypePolicy{DTypePolicy::Kind::Autocast, DType::F16}
+                                  : DTypePolicy{DTypePolicy::Kind::Promote, DType::F16};
+    options.capabilities = backendCapabilities();
+    CompileResult fused = compile(g, options);
+    CompileOptions plain = options;
+    plain.fusion = false;
+    CompileResult unfused = compile(g, plain);
+    ASSERT_EQ(fused.ok(), unfused.ok()) << "seed " << seed;
+    if (!fused.ok()) {
+      ++rejected;
+      continue;
+    }
+    EXPECT_TRUE(unfused.graph.groups().empty());
+    EXPECT_EQ(fused.stats.fusionGroups, static_cast<int>(fused.graph.groups().size()));
+    auto context = [&] { return "seed " + std::to_string(seed) + "\nfused:\n" + printGraph(fused.graph); };
+    const std::map<std::string, TensorData> inputs =
+        testutil::randomInputs(fused.graph, static_cast<uint64_t>(seed));
+    std::vector<NamedTensor> given;
+    for (const auto &[name, t] : inputs) given.push_back({name, Tensor(t)});
+    Ran a = runCompiled(fused.graph, options, given);
+    Ran b = runCompiled(unfused.graph, plain, given);
+    Expected<std::vector<TensorData>> want = reference::run(unfused.graph, inputs);
+    if (a.result.ok() != want.ok() || b.result.ok() != want.ok()) {
+      ADD_FAILURE() << "fused " << (a.result.ok() ? "ran" : "failed: " + a.result.status().message())
+                    << "; unfused " << (b.result.ok() ? "ran" : "failed: " + b.result.status().message())
+                    << "; the reference " << (want.ok() ? "ran" : "failed: " + want.status().message())
+                    << "\n" << context();
+      ++failures;
+      continue;
+    }
+    if (!want.ok()) {
+      ++bothFailed;
+      continue;
+    }
+    count(*a.exe, shapes);
+    fusedGraphs += !fused.graph.groups().empty();
+    // Fused and unfused: the same bytes.
+    std::string diff;
+    for (size_t k = 0; k < a.result->outputs.size() && diff.empty(); ++k) {
+      const TensorData x = a.result->outputs[k].tensor.data(), y = b.result->outputs[k].tensor.data();
+      if (x.type() != y.type() || std::memcmp(x.bytes().data(), y.bytes().data(), x.bytes().size()) != 0)
+        diff = "output " + std::to_string(k) + " (%" + a.result->outputs[k].name +
+               "): fused and unfused bytes differ: " +
+               testutil::compareOutputs({y}, {x}, 0);
+    }
+    // And the reference's values, within the tolerance of the narrowest dtype.
+    double narrowest = 0x1p-24;
+    for (NodeId id : unfused.graph.order())
+      narrowest = std::max(narrowest, testutil::unitRoundoff(unfused.graph.value(unfused.graph.node(id).result).type.dtype));
+    const double scale = testutil::valueScale(unfused.graph, inputs);
+    // Extreme values (inf, NaN, 1e300 in params) are compared between the two runs only: the
+    // CPU's GEMMs and the reference differ on them by design (0 * inf in a conv's padding).
+    if (diff.empty() && !gen.extremeValues && scale < 1e6) {
+      const double tol = narrowest * scale * (8 + 4 * static_cast<double>(unfused.graph.order().size()));
+      for (size_t k = 0; k < want->size() && diff.empty(); ++k) {
+        const bool exact = !isFloating((*want)[k].dtype());
+        diff = testutil::compareOutputs({(*want)[k]}, {a.result->outputs[k].tensor.data()}, exact ? 0 : tol);
+        if (!diff.empty()) diff = "output " + std::to_string(k) + " against the reference: " + diff;
+      }
+    }
+    if (!diff.empty()) {
+      ADD_FAILURE() << diff << "\n" << context();
+      ++failures;
+      continue;
+    }
+    ++compared;
+  }
+  std::printf("%d graphs: %d rejected by compile, %d failed in both, %d compared (%d with groups); "
+              "%d groups: %d anchored (matmul %d, linear %d, conv2d %d), %d elementwise only, "
+              "%d of 4+ micro-ops, %d reading a broadcast input, %d with a cast, %d with where, "
+              "%d with a comparison, %d of mixed dtypes, %d with f16/bf16, %d with integers\n",
+              graphs, rejected, bothFailed, compared, fusedGraphs, shapes.groups, shapes.anchored,
+              shapes.anchors[OpKind::Matmul], shapes.anchors[OpKind::Linear],
+              shapes.anchors[OpKind::Conv2d], shapes.elementwiseOnly, shapes.large,
+              shapes.broadcastInput, shapes.withCast, shapes.withWhere, shapes.withCompare,
+              shapes.mixedDTypes, shapes.halfDTypes, shapes.integerDTypes);
+  EXPECT_EQ(failures, 0);
+  EXPECT_GE(compared, 1500);
+  EXPECT_GE(fusedGraphs, compared / 3);
+  // Every shape of group the pass makes, at least a few times.
+  for (int n : {shapes.anchored, shapes.elementwiseOnly, shapes.large, shapes.broadcastInput,
+                shapes.withCast, shapes.withWhere, shapes.withCompare, shapes.mixedDTypes,
+                shapes.halfDTypes, shapes.integerDTypes, shapes.anchors[OpKind::Matmul],
+                shapes.anchors[OpKind::Linear], shapes.anchors[OpKind::Conv2d]})
+    EXPECT_GE(n, 3);
+}
+
+}  // namespace
+}  // namespace ferry

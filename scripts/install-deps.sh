@@ -12,7 +12,6 @@ packages=(
   libcli11-dev                       # command lines of the tools
   libeigen3-dev                      # f16/bf16 conversions, CPU kernels
   libopenblas-dev                    # GEMMs of the CPU kernels (matmul, linear, conv2d)
-  libdnnl-dev                        # oneDNN: conv2d on the CPU (backends/cpu/conv.cpp)
   graphviz                           # ferry-compile --emit svg (its `dot` program)
   libonnx-dev libprotobuf-dev        # the ONNX importer (frontend/onnx)
 )

@@ -6,10 +6,20 @@
 //           left is not broadcast, every row of the left goes into one GEMM
 //   linear  one GEMM over every row of x, W [out, in] read transposed (CblasTrans); the bias is
 //           written into the result first and the GEMM adds to it (beta = 1)
-//   conv2d  per image and group: im2col of the group's channels into [Cg·kH·kW, Ho·Wo] (split
-//           over the pool), then W_g [Og, Cg·kH·kW] times those columns into the result's rows,
-//           bias first as for linear. A 1x1 kernel without stride or padding reads the image
-//           itself as the columns.
+//   conv2d  two paths, chosen when the step is planned (ConvGeometry):
+//           shifted  stride 1 with at least 8 input and 8 output channels per group: x copied
+//                    once into a padded NHWC image, then one accumulating GEMM per kernel tap
+//                    over the whole batch's pixels ([pixels, C] by [C, O], no im2col), the
+//                    result copied back to NCHW with the bias. Up to 1.5x the im2col path at
+//                    one thread on 16-32 channels (equal at 64), 1.6-8x at two threads on a
+//                    loaded box: OpenBLAS runs these tall, narrow products at the rate of the
+//                    conv's own GEMM shape, and a conv is three pool barriers instead of two
+//                    per image and group (bench/README.md, ferry-bench-conv).
+//           im2col   everything else (stride > 1, depthwise and thin groups, integers): per image
+//                    and group, im2col of the group's channels into [Cg·kH·kW, Ho·Wo] (split
+//                    over the pool), then W_g [Og, Cg·kH·kW] times those columns into the
+//                    result's rows, bias first as for linear. A 1x1 kernel without stride or
+//                    padding reads the image itself as the columns.
 //
 // Compute types: f32 and f64 run OpenBLAS's sgemm and dgemm. f16 and bf16 are converted to f32,
 // multiplied by sgemm and rounded once into the result (the reference rounds its double sums
@@ -466,6 +476,9 @@ void blasStrided(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda, 
               accumulate ? 1.0 : 0.0, c, static_cast<int>(ldc));
 }
 
+// Elements of a block of the grid's rows (or of x's): 64 KiB of f32, well inside a core's L2.
+constexpr int64_t kBlockElements = 16384;
+
 template <class C>
 void shiftedConv(const ConvGeometry &g, const C *x, const C *weight, const C *bias, C *y,
                  ScratchArena &scratch) {
@@ -500,14 +513,20 @@ void shiftedConv(const ConvGeometry &g, const C *x, const C *weight, const C *bi
   });
   // 2. Every tap's GEMM on a panel of the grid's rows.
   const int64_t grain = std::max<int64_t>(16, kGemmGrain / std::max<int64_t>(1, og * g.cg * window));
+  // A panel runs in blocks of rows whose grid rows (and x rows) stay in L2 across the taps: each
+  // tap adds into the block, which would otherwise go out to memory and back kH·kW times.
+  const int64_t block = std::max<int64_t>(64, kBlockElements / std::max(g.c, g.o));
   parallelFor(s.rows, grain, [&](int64_t r0, int64_t r1) {
-    for (int64_t grp = 0; grp < g.groups; ++grp)
-      for (int64_t t = 0; t < window; ++t) {
-        const int64_t shift = t / g.kw * g.dh * s.wp + t % g.kw * g.dw;
-        blasStrided(r1 - r0, og, g.cg, xp + (r0 + shift) * g.c + grp * g.cg, g.c,
-                    taps + (grp * window + t) * g.cg * og, og, grid + r0 * g.o + grp * og, g.o,
-                    t > 0);
-      }
+    for (int64_t b0 = r0; b0 < r1; b0 += block) {
+      const int64_t m = std::min(block, r1 - b0);
+      for (int64_t grp = 0; grp < g.groups; ++grp)
+        for (int64_t t = 0; t < window; ++t) {
+          const int64_t shift = t / g.kw * g.dh * s.wp + t % g.kw * g.dw;
+          blasStrided(m, og, g.cg, xp + (b0 + shift) * g.c + grp * g.cg, g.c,
+                      taps + (grp * window + t) * g.cg * og, og, grid + b0 * g.o + grp * og, g.o,
+                      t > 0);
+        }
+    }
   });
   // 3. The grid's valid rows into y (NCHW), plus the bias; one output plane per task.
   parallelFor(g.n * g.o, std::max<int64_t>(1, kGrain / planeOut), [&](int64_t p0, int64_t p1) {

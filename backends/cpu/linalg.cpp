@@ -6,10 +6,20 @@
 //           left is not broadcast, every row of the left goes into one GEMM
 //   linear  one GEMM over every row of x, W [out, in] read transposed (CblasTrans); the bias is
 //           written into the result first and the GEMM adds to it (beta = 1)
-//   conv2d  per image and group: im2col of the group's channels into [Cg·kH·kW, Ho·Wo] (split
-//           over the pool), then W_g [Og, Cg·kH·kW] times those columns into the result's rows,
-//           bias first as for linear. A 1x1 kernel without stride or padding reads the image
-//           itself as the columns.
+//   conv2d  two paths, chosen when the step is planned (ConvGeometry):
+//           shifted  stride 1 with at least 8 input and 8 output channels per group: x copied
+//                    once into a padded NHWC image, then one accumulating GEMM per kernel tap
+//                    over the whole batch's pixels ([pixels, C] by [C, O], no im2col), the
+//                    result copied back to NCHW with the bias. Up to 1.5x the im2col path at
+//                    one thread on 16-32 channels (equal at 64), 1.6-8x at two threads on a
+//                    loaded box: OpenBLAS runs these tall, narrow products at the rate of the
+//                    conv's own GEMM shape, and a conv is three pool barriers instead of two
+//                    per image and group (bench/README.md, ferry-bench-conv).
+//           im2col   everything else (stride > 1, depthwise and thin groups, integers): per image
+//                    and group, im2col of the group's channels into [Cg·kH·kW, Ho·Wo] (split
+//                    over the pool), then W_g [Og, Cg·kH·kW] times those columns into the
+//                    result's rows, bias first as for linear. A 1x1 kernel without stride or
+//                    padding reads the image itself as the columns.
 //
 // Compute types: f32 and f64 run OpenBLAS's sgemm and dgemm. f16 and bf16 are converted to f32,
 // multiplied by sgemm and rounded once into the result (the reference rounds its double sums
@@ -141,12 +151,17 @@ void blasPanel(const Gemm<double> &g, int64_t r0, int64_t m, int64_t c0, int64_t
 // Multiply-adds a panel should hold at least, so that small GEMMs stay one call.
 constexpr int64_t kGemmGrain = int64_t{1} << 18;
 
-template <class C> void blasGemm(const Gemm<C> &g) {
-  static const bool oneBlasThread = [] {
+// OpenBLAS runs one thread per call, set once, process-wide (see the top of this file).
+void oneBlasThread() {
+  static const bool once = [] {
     openblas_set_num_threads(1);
     return true;
   }();
-  (void)oneBlasThread;
+  (void)once;
+}
+
+template <class C> void blasGemm(const Gemm<C> &g) {
+  oneBlasThread();
   // Panels along the longer side of c, so each keeps the full length of the other.
   if (g.m >= g.n) {
     const int64_t grain = std::max<int64_t>(1, kGemmGrain / (g.n * g.k));
@@ -334,7 +349,8 @@ struct ConvGeometry {
   int64_t o, cg, kh, kw;  // weight [O, C/groups, kH, kW]
   int64_t groups, ho, wo;
   int64_t sh, sw, dh, dw, pt, pl, pb, pr;
-  bool direct;  // a 1x1 kernel with stride 1 and no padding: the image's channels are the columns
+  bool direct;   // a 1x1 kernel with stride 1 and no padding: the image's channels are the columns
+  bool shifted;  // stride 1, channels per group wide enough: shifted GEMMs over NHWC (below)
   bool bias;
 };
 
@@ -409,6 +425,123 @@ template <class C> void im2col(const ConvGeometry &g, const C *x, C *cols) {
   });
 }
 
+// --- conv2d as shifted GEMMs (stride 1) -----------------------------------------------------
+//
+// x is copied once into a zero-padded NHWC image, xp [N, Hp, Wp, C] (Hp = H + pt + pb, Wp
+// likewise). Read as a matrix of rows, one row of C channels per padded pixel, the pixels a tap
+// (i, j) of the kernel reads for every output position are the rows shifted by i·dh·Wp + j·dw:
+// output position (n, oh, ow) sits in row r = (n·Hp + oh)·Wp + ow of a result grid
+// [rows, O], and tap (i, j) adds xp's rows [r + i·dh·Wp + j·dw] (a dense [rows, C] matrix with
+// lda = C) times the tap's weights [C, O]. So a conv is kH·kW accumulating GEMMs with M the
+// batch's pixels, K = C and N = O, with no im2col: OpenBLAS runs tall-and-narrow products like
+// these at 2-3x the rate of the per-image im2col GEMMs ([O, C·kH·kW] by [C·kH·kW, Ho·Wo]) on the
+// residual block's shapes (bench/README.md, ferry-bench-conv). The grid's rows past an image's
+// Wo or Ho are computed and dropped: (Wp - Wo)/Wp of the work, 2/34 on a 32-wide image. Groups
+// read their channels at an offset (lda = C, ldc = O). Rows split over the pool, each panel all
+// taps, so panels share nothing.
+
+struct ShiftedSizes {
+  int64_t hp, wp, rows;  // padded height and width; rows of the result grid
+  int64_t padded, grid, taps;  // elements of xp, of the grid, of the weights per tap-major layout
+};
+
+ShiftedSizes shiftedSizes(const ConvGeometry &g) {
+  ShiftedSizes s;
+  s.hp = g.h + g.pt + g.pb, s.wp = g.w + g.pl + g.pr;
+  s.rows = ((g.n - 1) * s.hp + g.ho - 1) * s.wp + g.wo;
+  s.padded = g.n * s.hp * s.wp * g.c, s.grid = s.rows * g.o, s.taps = g.kh * g.kw * g.cg * g.o;
+  return s;
+}
+
+// BLAS takes ints: the padded image and the grid must index within one.
+bool shiftedFitsInt(const ConvGeometry &g) {
+  const int64_t hp = g.h + g.pt + g.pb, wp = g.w + g.pl + g.pr;
+  int64_t pixels = 0, elements = 0;
+  return !__builtin_mul_overflow(g.n * hp, wp, &pixels) &&
+         !__builtin_mul_overflow(pixels, std::max(g.c, g.o), &elements) && elements <= INT_MAX;
+}
+
+// c[m×n] (ldc) = a[m×k] (lda) · b[k×n] (ldb), plus c when accumulating; row-major, this thread.
+void blasStrided(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *b,
+                 int64_t ldb, float *c, int64_t ldc, bool accumulate) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb),
+              accumulate ? 1.0f : 0.0f, c, static_cast<int>(ldc));
+}
+
+void blasStrided(int64_t m, int64_t n, int64_t k, const double *a, int64_t lda, const double *b,
+                 int64_t ldb, double *c, int64_t ldc, bool accumulate) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), 1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb),
+              accumulate ? 1.0 : 0.0, c, static_cast<int>(ldc));
+}
+
+// Elements of a block of the grid's rows (or of x's): 64 KiB of f32, well inside a core's L2.
+constexpr int64_t kBlockElements = 16384;
+
+template <class C>
+void shiftedConv(const ConvGeometry &g, const C *x, const C *weight, const C *bias, C *y,
+                 ScratchArena &scratch) {
+  oneBlasThread();
+  const ShiftedSizes s = shiftedSizes(g);
+  C *const xp = scratch.take<C>(s.padded), *const grid = scratch.take<C>(s.grid),
+           *const taps = scratch.take<C>(s.taps);
+  const int64_t og = g.o / g.groups, window = g.kh * g.kw, planeOut = g.ho * g.wo;
+  // The weights tap-major, [groups, kH·kW, C/groups, O/groups]: each tap's [K, N] matrix dense.
+  for (int64_t grp = 0; grp < g.groups; ++grp)
+    for (int64_t oo = 0; oo < og; ++oo)
+      for (int64_t ci = 0; ci < g.cg; ++ci)
+        for (int64_t t = 0; t < window; ++t)
+          taps[((grp * window + t) * g.cg + ci) * og + oo] = weight[((grp * og + oo) * g.cg + ci) * window + t];
+  // 1. x into xp, one padded row of one image per task.
+  parallelFor(g.n * s.hp, std::max<int64_t>(1, kGrain / (s.wp * g.c)), [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t image = row / s.hp, ih = row % s.hp - g.pt;
+      C *out = xp + row * s.wp * g.c;
+      if (ih < 0 || ih >= g.h) {
+        std::fill_n(out, s.wp * g.c, C(0));
+        continue;
+      }
+      std::fill_n(out, g.pl * g.c, C(0));
+      std::fill_n(out + (g.pl + g.w) * g.c, g.pr * g.c, C(0));
+      for (int64_t ch = 0; ch < g.c; ++ch) {
+        const C *line = x + ((image * g.c + ch) * g.h + ih) * g.w;
+        C *to = out + g.pl * g.c + ch;
+        for (int64_t iw = 0; iw < g.w; ++iw) to[iw * g.c] = line[iw];
+      }
+    }
+  });
+  // 2. Every tap's GEMM on a panel of the grid's rows.
+  const int64_t grain = std::max<int64_t>(16, kGemmGrain / std::max<int64_t>(1, og * g.cg * window));
+  // A panel runs in blocks of rows whose grid rows (and x rows) stay in L2 across the taps: each
+  // tap adds into the block, which would otherwise go out to memory and back kH·kW times.
+  const int64_t block = std::max<int64_t>(64, kBlockElements / std::max(g.c, g.o));
+  parallelFor(s.rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t b0 = r0; b0 < r1; b0 += block) {
+      const int64_t m = std::min(block, r1 - b0);
+      for (int64_t grp = 0; grp < g.groups; ++grp)
+        for (int64_t t = 0; t < window; ++t) {
+          const int64_t shift = t / g.kw * g.dh * s.wp + t % g.kw * g.dw;
+          blasStrided(m, og, g.cg, xp + (b0 + shift) * g.c + grp * g.cg, g.c,
+                      taps + (grp * window + t) * g.cg * og, og, grid + b0 * g.o + grp * og, g.o,
+                      t > 0);
+        }
+    }
+  });
+  // 3. The grid's valid rows into y (NCHW), plus the bias; one output plane per task.
+  parallelFor(g.n * g.o, std::max<int64_t>(1, kGrain / planeOut), [&](int64_t p0, int64_t p1) {
+    for (int64_t plane = p0; plane < p1; ++plane) {
+      const int64_t image = plane / g.o, oc = plane % g.o;
+      const C b = bias ? bias[oc] : C(0);
+      C *out = y + plane * planeOut;
+      for (int64_t oh = 0; oh < g.ho; ++oh) {
+        const C *from = grid + ((image * s.hp + oh) * s.wp) * g.o + oc;
+        for (int64_t ow = 0; ow < g.wo; ++ow) out[oh * g.wo + ow] = from[ow * g.o] + b;
+      }
+    }
+  });
+}
+
 Expected<ConvGeometry> planConv2d(const StepSpec &step) {
   const TensorType &x = step.operands[0], &w = step.operands[1], &r = step.result;
   FERRY_TRY(checkDTypes(step));
@@ -429,6 +562,10 @@ Expected<ConvGeometry> planConv2d(const StepSpec &step) {
     return contractError(step, "the result " + r.str() + " is not what x " + x.str() +
                                    " and weight " + w.str() + " give");
   g.ho = *ho, g.wo = *wo;
+  // The shifted GEMMs multiply K = C/groups by N = O/groups per kernel tap: below 8 either way
+  // a tap is too thin a product to pay for the NHWC copies (depthwise stays on im2col).
+  g.shifted = g.sh == 1 && g.sw == 1 && !g.direct && g.cg >= 8 && g.o / g.groups >= 8 &&
+              shiftedFitsInt(g);
   return g;
 }
 
@@ -438,6 +575,13 @@ template <class C> void conv2d(const ConvGeometry &g, const KernelCall &call) {
   std::optional<Elements<C>> b;
   if (g.bias) b.emplace(call.operands[2], scratch);
   Output<C> out(call.result, scratch);
+  if constexpr (std::is_floating_point_v<C>) {
+    if (g.shifted) {
+      shiftedConv<C>(g, in.data(), weight.data(), b ? b->data() : nullptr, out.data(), scratch);
+      out.store();
+      return;
+    }
+  }
   const int64_t og = g.o / g.groups, depth = g.cg * g.kh * g.kw, positions = g.ho * g.wo;
   // Uninitialised: im2col writes every element.
   C *const cols = scratch.take<C>(g.direct ? 0 : depth * positions);
@@ -512,9 +656,16 @@ uint64_t linalgScratchBytes(const StepSpec &step) {
     for (const TensorType &t : step.operands) bytes += converted(t);
     // The columns, as conv2d takes them (a step outside the contract takes none: prepare
     // refuses it).
-    if (op == OpKind::Conv2d)
-      if (const Expected<ConvGeometry> g = planConv2d(step); g && !g->direct)
+    if (op == OpKind::Conv2d) {
+      const Expected<ConvGeometry> g = planConv2d(step);
+      if (g && g->shifted && isFloating(step.result.dtype)) {
+        const ShiftedSizes s = shiftedSizes(*g);
+        bytes += ScratchArena::bytes<C>(s.padded) + ScratchArena::bytes<C>(s.grid) +
+                 ScratchArena::bytes<C>(s.taps);
+      } else if (g && !g->direct) {
         bytes += ScratchArena::bytes<C>(g->cg * g->kh * g->kw * g->ho * g->wo);
+      }
+    }
     return bytes;
   });
 }

@@ -75,7 +75,8 @@ class Worker:
                 env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
                                     " --xla_cpu_multi_thread_eigen=false").strip()
         self.proc = subprocess.Popen(
-            [sys.executable, HERE / "peer_worker.py", "--kind", kind, "--threads", str(threads)],
+            [sys.executable, HERE / "peer_worker.py", "--kind", kind, "--threads", str(threads)]
+            + (["--pin"] if args.pin else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
         self.error = self._read().get("error")
 
@@ -135,7 +136,8 @@ def run_ferry(args, key, folder, threads, write_outputs):
         (folder / "ferry").mkdir(exist_ok=True)
         cmd += ["--output-dir", folder / "ferry"]
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                          env=dict(os.environ, FERRY_NUM_THREADS=str(threads)))
+                          env=dict(os.environ, FERRY_NUM_THREADS=str(threads)),
+                          preexec_fn=pin_to(threads) if args.pin else None)
     result = peerlib.last_json_line(proc.stdout) if proc.returncode == 0 else None
     if result is None:
         why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
@@ -143,10 +145,17 @@ def run_ferry(args, key, folder, threads, write_outputs):
     return result
 
 
+def pin_to(threads):
+    """A preexec_fn that cuts the child's CPU affinity to the first `threads` usable cores."""
+    cores = sorted(os.sched_getaffinity(0))[:threads]
+    return lambda: os.sched_setaffinity(0, cores)
+
+
 def run_triad(args, threads):
-    out = peerlib.run_checked([args.bench_triad, "--elements", peer_models.CHAIN_ELEMENTS,
-                               "--passes", args.triad_passes], "peer",
-                              env=dict(os.environ, FERRY_NUM_THREADS=str(threads)))
+    cmd = [args.bench_triad, "--elements", peer_models.CHAIN_ELEMENTS,
+           "--passes", args.triad_passes]
+    out = peerlib.run_checked(cmd, "peer", env=dict(os.environ, FERRY_NUM_THREADS=str(threads)),
+                              preexec_fn=pin_to(threads) if args.pin else None)
     return json.loads(out)
 
 
@@ -188,6 +197,9 @@ def main():
                     help="at least this many timed runs per runtime and round (default 10)")
     ap.add_argument("--min-time", type=float, default=0.3,
                     help="and at least this many seconds of them (default 0.3)")
+    ap.add_argument("--no-pin", dest="pin", action="store_false",
+                    help="leave the processes' CPU affinity alone (default: each runtime's process, "
+                         "ferry's included, is cut to as many cores as it has threads)")
     ap.add_argument("--triad-passes", type=int, default=10, help="triad passes per round")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke run: 1 round, 1 warmup, 3 runs, no minimum time")
@@ -230,7 +242,8 @@ def main():
 def bench(args, keys, peers, threads, work):
     load_before = peerlib.machine()
     print(f"machine: {load_before}\nversions: {versions()}")
-    print(f"torch worker: {' '.join(args.torch_env) or 'no extra environment'}; "
+    print(f"affinity: {'each runtime cut to as many cores as threads' if args.pin else 'as given (jax: cut to its threads)'}; "
+          f"torch worker: {' '.join(args.torch_env) or 'no extra environment'}; "
           f"{args.rounds} rounds; per runtime and round >= {args.iterations} runs and "
           f">= {args.min_time} s after {args.warmup} warmup runs", flush=True)
     for key in keys:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/peer/peer_worker.py — one peer runtime, kept alive across peer.py's rounds.
 
-    peer_worker.py --kind torch|ort|jax --threads N
+    peer_worker.py --kind torch|ort|jax --threads N [--pin]
 
 peer.py starts one per kind and thread count (thread settings are per process for torch and
 XLA) and talks to it in JSON lines: a request on stdin, one reply line on the stdout it was
@@ -27,10 +27,13 @@ Threads (set here, before the runtime starts its pools):
          kernels (Inductor's C++ with OpenMP) use the same OpenMP threads
   ort    intra_op_num_threads=N, inter_op_num_threads=1, ORT_SEQUENTIAL, default optimisation
          level (all), spinning left at ORT's default
-  jax    XLA's CPU client sizes its pools to the cores it may use: this process's CPU affinity
-         is cut to N cores (os.sched_setaffinity, as `taskset`) before jax is imported, and with
-         N = 1 XLA_FLAGS=--xla_cpu_multi_thread_eigen=false (peer.py sets it) keeps Eigen's
-         matmuls and convolutions on the calling thread
+  jax    XLA's CPU client sizes its pools to the cores it may use, and has no flag for a
+         thread count: this process's CPU affinity is cut to N cores (os.sched_setaffinity, as
+         `taskset`) before jax is imported, pinned or not, and with N = 1
+         XLA_FLAGS=--xla_cpu_multi_thread_eigen=false (peer.py sets it) keeps Eigen's matmuls and
+         convolutions on the calling thread
+  --pin  (peer.py's default) cuts every kind's affinity to N cores that way, as peer.py does for
+         ferry: a runtime that starts more threads than asked still gets N cores
 """
 import argparse
 import json
@@ -131,10 +134,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kind", required=True, choices=["torch", "ort", "jax"])
     ap.add_argument("--threads", type=int, required=True)
+    ap.add_argument("--pin", action="store_true",
+                    help="cut this process's CPU affinity to --threads cores (jax: always)")
     args = ap.parse_args()
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
-    if args.kind == "jax":
+    if args.pin or args.kind == "jax":
         cores = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, cores[:args.threads])
     try:

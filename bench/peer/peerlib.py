@@ -13,9 +13,10 @@ import sys
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
-def run_checked(cmd, who, env=None):
-    """stdout of `cmd`; exits naming `who` with the command's output when it fails."""
-    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env)
+def run_checked(cmd, who, env=None, **popen):
+    """stdout of `cmd`; exits naming `who` with the command's output when it fails. `popen`:
+    more of subprocess.run's arguments (preexec_fn)."""
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env, **popen)
     if proc.returncode != 0:
         sys.exit(f"{who}: {' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
                  f"{proc.stdout}{proc.stderr}")

@@ -8,16 +8,18 @@
 //
 // Timed: Session::run only (input checks, the kernels, the outputs handed back, as an app sees
 // it), each run on its own, after --warmup untimed runs; at least --iterations runs and at least
-// --min-time seconds of them. Not timed, but reported: the import and compile (compile_ms) and
-// Session::create (create_ms). Threads: FERRY_NUM_THREADS, as everywhere (the core count when
-// unset); the JSON says how many the pool has.
+// --min-time seconds of them. Not timed, but reported: reading the model (import_ms: for ONNX the
+// importer, weights included), build() (compile_ms: the passes and lowering) and Session::create
+// (create_ms). Threads: FERRY_NUM_THREADS, as everywhere (the core count when unset); the JSON
+// says what it resolved to.
 //
-// Output: {"model", "threads" (FERRY_NUM_THREADS resolved), "compile_ms", "create_ms", "warmup",
-// "runs", "median_ms", "min_ms", "cpu_ms_per_run" (the process's CPU time over the timed runs,
-// per run: above median_ms, more than one core worked), "times_ms": [...]}. --output-dir writes each output of one more run as NAME.npy, for
-// peer.py to compare with PyTorch's. Any failure (a model the importer or the compiler rejects, a
-// missing input) is one line "ferry-bench-model: <what failed>" on stderr and exit status 1 (2
-// for the command line): peer.py prints it in the table's cell.
+// Output: {"model", "threads" (FERRY_NUM_THREADS resolved), "import_ms", "compile_ms", "create_ms",
+// "warmup", "runs", "median_ms", "min_ms", "cpu_ms_per_run" (the process's CPU time over the timed
+// runs, per run: above median_ms, more than one core worked), "times_ms": [...]}. --output-dir
+// writes each output of one more run as NAME.npy, for peer.py to compare with PyTorch's. Any
+// failure (a model the importer or the compiler rejects, a missing input) is one line
+// "ferry-bench-model: <what failed>" on stderr and exit status 1 (2 for the command line): peer.py
+// prints it in the table's cell.
 #include <time.h>
 
 #include <CLI/CLI.hpp>
@@ -118,9 +120,12 @@ int runBench(const Flags &f) {
     inputs.push_back({nf->first, std::move(t).value()});
   }
 
-  const Clock::time_point compileStart = Clock::now();
+  const Clock::time_point importStart = Clock::now();
   Expected<Graph> graph = loadModel(f.model, load);
   if (!graph) return fail("import: " + firstLine(graph.status()));
+  const double importMs = msSince(importStart);
+
+  const Clock::time_point compileStart = Clock::now();
   Expected<Executable> exe = build(std::move(graph).value(), compile);
   if (!exe) return fail("compile: " + firstLine(exe.status()));
   const double compileMs = msSince(compileStart);
@@ -131,7 +136,8 @@ int runBench(const Flags &f) {
   const double createMs = msSince(createStart);
 
   for (int i = 0; i < f.warmup; ++i)
-    if (Expected<RunResult> r = session->run(inputs); !r) return fail("run: " + firstLine(r.status()));
+    if (Expected<RunResult> r = session->run(inputs); !r)
+      return fail("run: " + firstLine(r.status()));
 
   std::vector<double> times;
   const double cpuStart = processCpuMs();
@@ -158,16 +164,15 @@ int runBench(const Flags &f) {
   const size_t n = sorted.size();
   const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   std::string warning;
-  const int threads =
-      cpu::resolveNumThreads(std::getenv(cpu::kNumThreadsEnv), std::thread::hardware_concurrency(),
-                             warning);
+  const int threads = cpu::resolveNumThreads(std::getenv(cpu::kNumThreadsEnv),
+                                             std::thread::hardware_concurrency(), warning);
   std::ostringstream json;
   json.precision(6);
   json << "{\"model\": " << jsonString(f.model) << ", \"threads\": " << threads
-       << ", \"compile_ms\": " << compileMs << ", \"create_ms\": " << createMs
-       << ", \"warmup\": " << f.warmup << ", \"runs\": " << n << ", \"median_ms\": " << median
-       << ", \"min_ms\": " << sorted.front() << ", \"cpu_ms_per_run\": " << cpuPerRun
-       << ", \"times_ms\": [";
+       << ", \"import_ms\": " << importMs << ", \"compile_ms\": " << compileMs
+       << ", \"create_ms\": " << createMs << ", \"warmup\": " << f.warmup << ", \"runs\": " << n
+       << ", \"median_ms\": " << median << ", \"min_ms\": " << sorted.front()
+       << ", \"cpu_ms_per_run\": " << cpuPerRun << ", \"times_ms\": [";
   for (size_t i = 0; i < n; ++i) json << (i ? ", " : "") << times[i];
   json << "]}\n";
   std::cout << json.str();
@@ -183,7 +188,8 @@ int main(int argc, char **argv) {
   app.add_option("model", f.model, "the model: .onnx or .fy")->required();
   app.add_option("--input", f.inputs, "NAME=FILE.npy, one per model input (repeatable)");
   app.add_option("--shape", f.shapes, "NAME=D0,D1,...: an ONNX input's symbolic dims (repeatable)");
-  app.add_option("--warmup", f.warmup, "untimed runs first (default 5)")->check(CLI::Range(0, 1000000));
+  app.add_option("--warmup", f.warmup, "untimed runs first (default 5)")
+      ->check(CLI::Range(0, 1000000));
   app.add_option("--iterations", f.iterations, "at least this many timed runs (default 20)")
       ->check(CLI::Range(1, 1000000));
   app.add_option("--min-time", f.minTime, "and at least this many seconds of them (default 0.2)")

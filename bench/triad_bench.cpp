@@ -70,7 +70,8 @@ int run(int64_t n, int passes) {
   });
   const float s = 3.0f;
   auto pass = [&] {
-    ferry::cpu::parallelFor(n, grain, [&](int64_t begin, int64_t end) { triad(pa, pb, pc, s, begin, end); });
+    ferry::cpu::parallelFor(n, grain,
+                            [&](int64_t begin, int64_t end) { triad(pa, pb, pc, s, begin, end); });
   };
   pass();
   std::vector<double> times;
@@ -107,7 +108,8 @@ int run(int64_t n, int passes) {
 int main(int argc, char **argv) {
   int64_t elements = int64_t(1) << 24;
   int passes = 20;
-  CLI::App app{"ferry-bench-triad: STREAM triad a = b + s*c over f32 arrays on ferry's thread pool"};
+  CLI::App app{
+      "ferry-bench-triad: STREAM triad a = b + s*c over f32 arrays on ferry's thread pool"};
   app.add_option("--elements", elements, "array length (default 16777216)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 32));
   app.add_option("--passes", passes, "timed passes (default 20)")->check(CLI::Range(1, 100000));

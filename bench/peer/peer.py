@@ -180,7 +180,8 @@ def versions():
             found.append(f"{n} {md.version(n)}")
         except md.PackageNotFoundError:
             found.append(f"{n} missing")
-    return f"ferry {peerlib.git_revision()}, Python {platform.python_version()}, " + ", ".join(found)
+    return (f"ferry {peerlib.git_revision()}, Python {platform.python_version()}, "
+            + ", ".join(found))
 
 
 def main():
@@ -198,8 +199,8 @@ def main():
     ap.add_argument("--min-time", type=float, default=0.3,
                     help="and at least this many seconds of them (default 0.3)")
     ap.add_argument("--no-pin", dest="pin", action="store_false",
-                    help="leave the processes' CPU affinity alone (default: each runtime's process, "
-                         "ferry's included, is cut to as many cores as it has threads)")
+                    help="leave the processes' CPU affinity alone (default: each runtime's "
+                         "process, ferry's included, is cut to as many cores as it has threads)")
     ap.add_argument("--triad-passes", type=int, default=10, help="triad passes per round")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke run: 1 round, 1 warmup, 3 runs, no minimum time")
@@ -242,14 +243,17 @@ def main():
 def bench(args, keys, peers, threads, work):
     load_before = peerlib.machine()
     print(f"machine: {load_before}\nversions: {versions()}")
-    print(f"affinity: {'each runtime cut to as many cores as threads' if args.pin else 'as given (jax: cut to its threads)'}; "
-          f"torch worker: {' '.join(args.torch_env) or 'no extra environment'}; "
+    pinning = ("each runtime's process cut to as many cores as it has threads" if args.pin
+               else "left alone (jax's cut to its threads)")
+    torch_env = " ".join(args.torch_env) or "no extra environment"
+    print(f"affinity: {pinning}; torch worker: {torch_env}; "
           f"{args.rounds} rounds; per runtime and round >= {args.iterations} runs and "
           f">= {args.min_time} s after {args.warmup} warmup runs", flush=True)
     for key in keys:
         ops = peer_models.export(key, work / key)
-        print(f"exported {key} ({peer_models.MODELS[key].what}): x {list(peer_models.MODELS[key].shape)}, "
-              f"ONNX ops {' '.join(ops)}", flush=True)
+        spec = peer_models.MODELS[key]
+        print(f"exported {key} ({spec.what}): x {list(spec.shape)}, ONNX ops {' '.join(ops)}",
+              flush=True)
 
     log = open(work / "workers.log", "w")
     workers = {}
@@ -287,7 +291,7 @@ def bench(args, keys, peers, threads, work):
                         continue
                     mean_ms = sum(r["times_ms"]) / len(r["times_ms"])
                     results[key][runtime].append((r["median_ms"], r["cpu_ms_per_run"] / mean_ms))
-                    line.append(f"{LABEL[runtime]} {r['median_ms']:.3f}")
+                    line.append(f"{LABEL[runtime]} {r['median_ms']:.3f} ms")
                     if rnd == 1:
                         why = check_runtime(args, key, folder, runtime, workers.get(
                             (KIND.get(runtime), t)))
@@ -301,7 +305,7 @@ def bench(args, keys, peers, threads, work):
                     tr = run_triad(args, t)
                     triad.append(tr["gb_per_s"])
                     line.append(f"triad {tr['gb_per_s']:.2f} GB/s")
-                print(f"  round {rnd} {key} ({t} thr): " + ", ".join(line) + " ms", flush=True)
+                print(f"  round {rnd} {key} ({t} thr): " + ", ".join(line), flush=True)
     finally:
         for w in workers.values():
             w.close()

@@ -57,7 +57,8 @@ def torch_module(family: str):
     class Mlp(nn.Module):
         def __init__(self):
             super().__init__()
-            self.fc1, self.fc2, self.fc3 = nn.Linear(784, 1024), nn.Linear(1024, 1024), nn.Linear(1024, 10)
+            self.fc1, self.fc2 = nn.Linear(784, 1024), nn.Linear(1024, 1024)
+            self.fc3 = nn.Linear(1024, 10)
 
         def forward(self, x):
             return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
@@ -110,7 +111,8 @@ def torch_module(family: str):
             x = x + self.proj(y)
             return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))
 
-    make = {"mlp": Mlp, "chain": Chain, "lenet": LeNet, "resblock": ResBlock, "transformer": Encoder}
+    make = {"mlp": Mlp, "chain": Chain, "lenet": LeNet, "resblock": ResBlock,
+            "transformer": Encoder}
     torch.manual_seed(0)
     module = make[family]()
     gen = torch.Generator().manual_seed(1)

@@ -23,6 +23,7 @@ import re
 import statistics
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts in the source tree
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import peerlib  # noqa: E402
 

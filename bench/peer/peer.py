@@ -50,6 +50,7 @@ import tempfile
 import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts in the source tree
 sys.path.insert(0, str(HERE))
 import peer_models  # noqa: E402
 import peerlib  # noqa: E402

@@ -45,6 +45,7 @@ import traceback
 
 import numpy as np
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts in the source tree
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import peer_models  # noqa: E402
 

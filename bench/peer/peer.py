@@ -106,7 +106,7 @@ def parse_threads(text, keys, ap):
     threads = {k: peer_models.MODELS[k].threads for k in keys}
     if text is None:
         return threads
-    if text.isdigit():
+    if text.isdigit() and int(text) >= 1:
         return {k: int(text) for k in keys}
     for pair in text.split(","):
         name, _, n = pair.partition("=")

@@ -2,7 +2,7 @@
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: demo test build deps configure clean bench-peer bench-overhead test-asan test-tsan configure-asan configure-tsan deps-clang
+.PHONY: demo test build deps configure clean bench-peer bench-peer-eager bench-overhead test-asan test-tsan configure-asan configure-tsan deps-clang
 
 # Compile the example (the annotated graph), run it on the CPU with seeded random inputs, and
 # draw it as SVG next to it.
@@ -21,17 +21,30 @@ build: configure
 configure: deps
 	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
 
-# Time ferry-run against PyTorch eager on examples/mlp.fy and examples/cnn.fy (bench/README.md,
-# "Peer: PyTorch eager"). torch lives in a venv of its own, made on first use; ferry never needs it.
-# More rounds, other threads: make bench-peer PEER_FLAGS="--rounds 9 --threads 1". torch's
-# OpenMP threads sleep instead of spinning by default: on a shared box spinning made its runs
-# bimodal (bench/README.md); PEER_FLAGS= restores torch's own setting.
+# ferry against PyTorch eager, torch.compile, ONNX Runtime and JAX on the same models, inputs and
+# threads, in interleaved rounds: a table of medians and ratios (bench/README.md, "Peers: ONNX
+# Runtime, PyTorch, torch.compile, JAX"). Makes the venv (torch, onnx, onnxruntime, jax: ferry
+# itself never needs it) and builds the two drivers. Other rounds, models, threads:
+# make bench-peer PEER_FLAGS="--rounds 9 --models mlp,chain --threads 1"; a smoke run:
+# make bench-peer PEER_FLAGS=--quick.
 BENCH_VENV ?= $(BUILD)/bench-venv
-PEER_FLAGS ?= --torch-env OMP_WAIT_POLICY=PASSIVE
+PEER_FLAGS ?=
 bench-peer: configure
+	cmake --build $(BUILD) --target ferry-bench-model ferry-bench-triad
+	@bash scripts/make-bench-venv.sh $(BENCH_VENV) all
+	$(BENCH_VENV)/bin/python bench/peer/peer.py --bench-model $(BUILD)/bin/ferry-bench-model \
+	  --bench-triad $(BUILD)/bin/ferry-bench-triad $(PEER_FLAGS)
+
+# Time ferry-run against PyTorch eager on examples/mlp.fy and examples/cnn.fy (bench/README.md,
+# "Peer: PyTorch eager"). torch lives in the same venv, made on first use.
+# More rounds, other threads: make bench-peer-eager EAGER_FLAGS="--rounds 9 --threads 1". torch's
+# OpenMP threads sleep instead of spinning by default: on a shared box spinning made its runs
+# bimodal (bench/README.md); EAGER_FLAGS= restores torch's own setting.
+EAGER_FLAGS ?= --torch-env OMP_WAIT_POLICY=PASSIVE
+bench-peer-eager: configure
 	cmake --build $(BUILD) --target ferry-run
 	@bash scripts/make-bench-venv.sh $(BENCH_VENV) torch
-	$(BENCH_VENV)/bin/python bench/peer/compare_eager.py --ferry-run $(BUILD)/bin/ferry-run $(PEER_FLAGS)
+	$(BENCH_VENV)/bin/python bench/peer/compare_eager.py --ferry-run $(BUILD)/bin/ferry-run $(EAGER_FLAGS)
 
 # Per-node runtime overhead: Session::run on chains of 100, 1,000 and 10,000 matmul(f32[4,4],
 # f32[4,4]), ferry against ONNX Runtime on one thread, interleaved (bench/README.md,

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # scripts/make-bench-venv.sh — make the project's Python venv: numpy, torch (CPU) for the peer
 # benchmarks' compare_eager.py (bench/peer/) and scripts/export-models.py, onnx and onnxruntime
-# for overhead.py and scripts/onnx-conformance.sh. Neither building nor using ferry needs it.
+# for overhead.py and scripts/onnx-conformance.sh, jax (CPU) for bench/peer/peer.py, which needs
+# them all. Neither building nor using ferry needs it.
 #
 #   scripts/make-bench-venv.sh [VENV [all|torch|onnx]]   # default: $FERRY_BENCH_VENV, else
 #                                                        # build/bench-venv; all
 #
 # Idempotent: installs only what VENV's python does not import yet; `onnx` leaves torch out (a
-# few GB, see below) and is all onnx-conformance.sh needs; export-models.py needs `all`. torch
+# few GB, see below) and is all onnx-conformance.sh needs; export-models.py and peer.py need
+# `all`. jax is PyPI's `jax` with its CPU jaxlib (about 100 MB; JAX_SPEC to override), pinned so
+# that peer.py's ratios are against one XLA. torch
 # comes from a CPU-only wheel in pip's find-links folders when there is one (pip would otherwise
 # prefer a newer torch from the index); else from TORCH_INDEX when set (a package index URL used
 # for torch alone, e.g. PyTorch's CPU-only index https://download.pytorch.org/whl/cpu: about
@@ -25,9 +28,10 @@ what="${2:-all}"
 python="${PYTHON:-python3}"
 onnx_spec="${ONNX_SPEC:-onnx==1.23.2}"
 ort_spec="${ORT_SPEC:-onnxruntime==1.32.0}"
+jax_spec="${JAX_SPEC:-jax==0.10.2}"
 
 case "$what" in
-  all) modules=(numpy torch onnx onnxruntime) ;;
+  all) modules=(numpy torch onnx onnxruntime jax) ;;
   torch) modules=(numpy torch) ;;
   onnx) modules=(numpy onnx onnxruntime) ;;
   *) echo "make-bench-venv: the second argument is all, torch or onnx, not '$what'" >&2; exit 2 ;;
@@ -67,6 +71,7 @@ specs=()
 case " $need " in *" numpy "*) specs+=(numpy) ;; esac
 case " $need " in *" onnx "*) specs+=("$onnx_spec") ;; esac
 case " $need " in *" onnxruntime "*) specs+=("$ort_spec") ;; esac
+case " $need " in *" jax "*) specs+=("$jax_spec") ;; esac
 
 # The newest CPU-only torch wheel for this python in a find-links folder (PIP_FIND_LINKS or pip's
 # config), if any.

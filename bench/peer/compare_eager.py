@@ -13,7 +13,7 @@ environment variables for torch alone: on a small shared VM, OpenMP threads that
 waiting (torch's default) can cost whole scheduler slices per op; OMP_WAIT_POLICY=PASSIVE
 shows torch without that. Python's standard
 library only; torch_eager.py runs under --python, by default the interpreter running this
-script: start it with the venv's python (scripts/make-bench-venv.sh, or `make bench-peer`).
+script: start it with the venv's python (scripts/make-bench-venv.sh, or `make bench-peer-eager`).
 """
 import argparse
 import json
@@ -21,21 +21,20 @@ import os
 import pathlib
 import re
 import statistics
-import subprocess
 import sys
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts in the source tree
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import peerlib  # noqa: E402
+
+REPO = peerlib.REPO
 TORCH_EAGER = pathlib.Path(__file__).resolve().parent / "torch_eager.py"
 TIME_LINE = re.compile(r"^time per run: median ([0-9.]+) ms, min ([0-9.]+) ms", re.M)
 OUTPUT_LINE = re.compile(r"^output \S+: \w+\[([0-9,]*)\]", re.M)
 
 
 def run(cmd, env=None):
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        sys.exit(f"compare_eager: {' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
-                 f"{proc.stdout}{proc.stderr}")
-    return proc.stdout
+    return peerlib.run_checked(cmd, "compare_eager", env)
 
 
 def run_ferry(args, model):

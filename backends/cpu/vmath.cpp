@@ -23,6 +23,7 @@ template <class Scalar> struct ScalarBase {
   static V load(const S *p) { return *p; }
   static void store(S *p, V v) { *p = v; }
   static V abs(V x) { return std::fabs(x); }
+  static V copySign(V mag, V sign) { return std::copysign(mag, sign); }
   static V sqrt(V x) { return std::sqrt(x); }
   static V fma(V a, V b, V c) { return std::fma(a, b, c); }
 };
@@ -41,10 +42,9 @@ struct F32x1 : ScalarBase<float> {
   static V tanh(V x) { return Sleef_tanhf_u10(x); }
   static V erf(V x) { return Sleef_erff_u10(x); }
   static V erfc(V x) { return Sleef_erfcf_u15(x); }
-  static bool any(V v) { return v != 0; }
-  static V geluErfWide(V x) {
-    return static_cast<float>(Kernels<F64x1>::geluErfNear(static_cast<double>(x)));
-  }
+  using F64 = F64x1;
+  static void widen(V x, double &lo, double &hi) { lo = hi = x; }
+  static V narrow(double lo, double) { return static_cast<float>(lo); }
 };
 
 constexpr VmathTable kScalar = makeTable<F32x1, F64x1>();
@@ -53,8 +53,7 @@ constexpr VmathTable kScalar = makeTable<F32x1, F64x1>();
 bool supported(VmathIsa isa) {
   switch (isa) {
     case VmathIsa::Scalar: return true;
-    case VmathIsa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case VmathIsa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case VmathIsa::Avx512: return __builtin_cpu_supports("avx512f");
   }
   return false;
@@ -102,7 +101,7 @@ const VmathTable *vmathTable(VmathIsa isa) {
   return nullptr;
 }
 
-#define FERRY_VMATH_ENTRY(name, S) \
+#define FERRY_VMATH_ENTRY(name, S)                                                                 \
   void name(const S *x, S *y, int64_t n) { active().name(x, y, n); }
 FERRY_VMATH_ENTRY(expF32, float)
 FERRY_VMATH_ENTRY(logF32, float)

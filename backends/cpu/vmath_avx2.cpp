@@ -35,6 +35,10 @@ struct F32x8 {
   static V load(const S *p) { return _mm256_loadu_ps(p); }
   static void store(S *p, V v) { _mm256_storeu_ps(p, v); }
   static V abs(V x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
+  static V copySign(V mag, V sign) {
+    const __m256 m = _mm256_set1_ps(-0.0f);
+    return _mm256_or_ps(_mm256_andnot_ps(m, mag), _mm256_and_ps(m, sign));
+  }
   static V sqrt(V x) { return _mm256_sqrt_ps(x); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V exp(V x) { return Sleef_expf8_u10avx2(x); }
@@ -42,15 +46,13 @@ struct F32x8 {
   static V tanh(V x) { return Sleef_tanhf8_u10avx2(x); }
   static V erf(V x) { return Sleef_erff8_u10avx2(x); }
   static V erfc(V x) { return Sleef_erfcf8_u15avx2(x); }
-  static bool any(V v) {
-    return _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_NEQ_UQ)) != 0;
+  using F64 = F64x4;
+  static void widen(V x, __m256d &lo, __m256d &hi) {
+    lo = _mm256_cvtps_pd(_mm256_castps256_ps128(x));
+    hi = _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1));
   }
-  static V geluErfWide(V x) {
-    const __m128 lo =
-        _mm256_cvtpd_ps(Kernels<F64x4>::geluErfNear(_mm256_cvtps_pd(_mm256_castps256_ps128(x))));
-    const __m128 hi =
-        _mm256_cvtpd_ps(Kernels<F64x4>::geluErfNear(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1))));
-    return _mm256_set_m128(hi, lo);
+  static V narrow(__m256d lo, __m256d hi) {
+    return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
   }
 };
 

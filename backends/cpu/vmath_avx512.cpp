@@ -34,6 +34,11 @@ struct F32x16 {
   static V load(const S *p) { return _mm512_loadu_ps(p); }
   static void store(S *p, V v) { _mm512_storeu_ps(p, v); }
   static V abs(V x) { return _mm512_abs_ps(x); }
+  static V copySign(V mag, V sign) {
+    const __m512i m = _mm512_set1_epi32(0x7fffffff);
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(mag), m),
+                                               _mm512_andnot_si512(m, _mm512_castps_si512(sign))));
+  }
   static V sqrt(V x) { return _mm512_sqrt_ps(x); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V exp(V x) { return Sleef_expf16_u10avx512f(x); }
@@ -41,14 +46,15 @@ struct F32x16 {
   static V tanh(V x) { return Sleef_tanhf16_u10avx512f(x); }
   static V erf(V x) { return Sleef_erff16_u10avx512f(x); }
   static V erfc(V x) { return Sleef_erfcf16_u15avx512f(x); }
-  static bool any(V v) { return _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_UQ) != 0; }
-  static V geluErfWide(V x) {
-    const __m256 lo = _mm512_castps512_ps256(x);
-    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1));
-    const __m256 glo = _mm512_cvtpd_ps(Kernels<F64x8>::geluErfNear(_mm512_cvtps_pd(lo)));
-    const __m256 ghi = _mm512_cvtpd_ps(Kernels<F64x8>::geluErfNear(_mm512_cvtps_pd(hi)));
-    return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(glo)),
-                                               _mm256_castps_pd(ghi), 1));
+  using F64 = F64x8;
+  static void widen(V x, __m512d &lo, __m512d &hi) {
+    lo = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
+    hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+  }
+  static V narrow(__m512d lo, __m512d hi) {
+    return _mm512_castpd_ps(
+        _mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo))),
+                           _mm256_castps_pd(_mm512_cvtpd_ps(hi)), 1));
   }
 };
 

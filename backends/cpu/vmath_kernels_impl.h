@@ -8,11 +8,12 @@
 // AVX-512 copy for the whole program and crash an AVX2 machine.
 //
 // A traits type T gives: S (float or double), V (a vector of kWidth S, or S itself), splat,
-// load, store, abs, sqrt, fma (fused: the error-free products below rely on it) and SLEEF's
-// exp/log/tanh/erf (u10) and erfc (u15); f32 traits also any (a lane nonzero) and geluErfWide
-// (gelu computed in f64, for inputs whose erfc is subnormal in f32). Compares and `?:` on V are GCC's vector extensions
-// (plain bool and ?: for the scalar traits). These TUs build with -ffp-contract=off: the
-// two-sum and two-product steps must not be fused behind our back.
+// load, store, abs, copySign, sqrt, fma (fused: the error-free products below rely on it) and
+// SLEEF's exp/log/tanh/erf (u10) and erfc (u15); f32 traits also F64 (the same ISA's f64 traits),
+// widen (a vector to two of f64; the scalar's second is unused) and narrow (back, rounded).
+// Compares and `?:` on V are GCC's vector extensions (plain bool and ?: for the scalar traits).
+// These TUs build with -ffp-contract=off: the two-sum and two-product steps must not be fused
+// behind our back.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +32,9 @@ namespace {
 // enough for the few ulp of f64 the corrections below need).
 template <class S> struct Split {
   S hi, lo;
-  constexpr explicit Split(long double v) : hi(static_cast<S>(v)), lo(static_cast<S>(v - static_cast<long double>(static_cast<S>(v)))) {}
+  constexpr explicit Split(long double v)
+      : hi(static_cast<S>(v)), lo(static_cast<S>(v - static_cast<long double>(static_cast<S>(v)))) {
+  }
 };
 constexpr long double kInvSqrt2 = 0.707106781186547524400844362104849039L;
 constexpr long double kSqrt2OverPi = 0.797884560802865355879892119868763737L;
@@ -40,9 +43,9 @@ constexpr long double kGeluCubic = 0.044715L;
 // e^-kShift where e^x alone would be subnormal.
 template <class S> constexpr S kShift = sizeof(S) == 4 ? 64 : 512;
 template <class S>
-constexpr long double kExpMinusShift =
-    sizeof(S) == 4 ? 1.603810890548637852976087034142335381e-28L
-                   : 4.377491037053051454121472762902187264e-223L;
+constexpr long double kExpMinusShift = sizeof(S) == 4
+                                           ? 1.603810890548637852976087034142335381e-28L
+                                           : 4.377491037053051454121472762902187264e-223L;
 
 template <class T> struct Kernels {
   using S = typename T::S;
@@ -50,12 +53,32 @@ template <class T> struct Kernels {
 
   static V one() { return T::splat(S(1)); }
   static V zero() { return T::splat(S(0)); }
-  // v where it is a number, else 0: a correction term that went NaN on infinite input.
-  static V finiteOr0(V v) { return v == v ? v : zero(); }
+  // v where it is finite, else 0: a correction term that went NaN or infinite on huge input.
+  static V finiteOr0(V v) { return v - v == zero() ? v : zero(); }
 
   static V exp(V x) { return T::exp(x); }
   static V log(V x) { return T::log(x); }
-  static V tanh(V x) { return T::tanh(x); }
+  // f32: |x| < 0.625 by an odd polynomial x + x^3 Q(x^2) (our fit, scripts/fit-vmath.py: degree
+  // 5, |error| < 2e-9), else (1 - e) / (1 + e), e = e^-2|x| <= 0.29 (no cancellation), the sign
+  // copied from x (tanh(-0) = -0). 2.4x cheaper than SLEEF's tanhf, within 2 ulp. f64: SLEEF.
+  static V tanh(V x) {
+    if constexpr (requires { typename T::F64; }) {
+      static constexpr float q[] = {-3.333333318e-01f, 1.333330428e-01f,  -5.395940591e-02f,
+                                    2.176996092e-02f,  -8.346980495e-03f, 2.295841263e-03f};
+      const V a = T::abs(x);
+      const V z = a * a;
+      const V z2 = z * z;
+      const V poly = T::fma(T::fma(T::fma(T::splat(q[5]), z, T::splat(q[4])), z2,
+                                   T::fma(T::splat(q[3]), z, T::splat(q[2]))),
+                            z2, T::fma(T::splat(q[1]), z, T::splat(q[0])));
+      const V small = T::fma(a * z, poly, a);
+      const V e = T::exp(a * T::splat(S(-2)));
+      const V large = (one() - e) / (one() + e);
+      return T::copySign(a < T::splat(S(0.625)) ? small : large, x);
+    } else {
+      return T::tanh(x);
+    }
+  }
   static V erf(V x) { return T::erf(x); }
   static V sqrt(V x) { return T::sqrt(x); }
   static V rsqrt(V x) { return one() / T::sqrt(x); }
@@ -75,7 +98,7 @@ template <class T> struct Kernels {
   struct Shifted {
     V e, shifted;  // shifted: 1 in the lanes whose e is e^(a + kShift), else 0
   };
-  static Shifted shiftedExp(V a) {
+  [[gnu::always_inline]] static Shifted shiftedExp(V a) {
     const V k = T::splat(kShift<S>);
     const V shifted = a < -k ? one() : zero();
     return {T::exp(T::fma(shifted, k, a)), shifted};
@@ -90,7 +113,7 @@ template <class T> struct Kernels {
 
   // x / (1 + e^-x), for x < 0 as x e / (1 + e), e = e^x: computed shifted (x e would be
   // subnormal, and lose its bits, below x = -87 in f32 where the result is not).
-  static V silu(V x) {
+  [[gnu::always_inline]] static V silu(V x) {
     const Shifted s = shiftedExp(-T::abs(x));
     const V den = s.shifted != zero() ? one() : one() + s.e;  // e < 1e-28: 1 + e = 1
     const V negative = x < zero() ? one() : zero();
@@ -110,22 +133,61 @@ template <class T> struct Kernels {
     const V fixed = T::fma(r, corr, r);  // NaN only as 0 * inf, where erfc is 0 for huge yh
     return (x * T::splat(S(0.5))) * (fixed == fixed ? fixed : r);
   }
-  // erfc(-x / sqrt 2) is subnormal in f32 below x = -13 and has lost bits that the factor x/2
-  // then shows: f32 takes those vectors (rare: activations that far out) through f64.
-  static V geluErf(V x) {
-    const V near = geluErfNear(x);
-    if constexpr (requires { T::geluErfWide(x); }) {
-      const V far = x < T::splat(S(-12.5)) ? one() : zero();
-      if (T::any(far)) return far != zero() ? T::geluErfWide(x) : near;
+  // For f32's gelu: erfc(y) = t e^(-y^2 + P(t)), y = |x| / sqrt 2, t = 1 / (1 + y/2), with P a fit
+  // of ours (scripts/fit-vmath.py: least squares in Chebyshev polynomials, degree 12, |error| <
+  // 6e-9 on t in [0, 1]: 0.1 ulp of f32 after e^). This part runs in f64 (S = double, x holding
+  // f32 values), where -y^2 + P(t) is exact to f32's needs and the polynomial, Estrin's scheme
+  // (a chain of 5 fmas, not Horner's 12), does not round. t comes in as f32's quotient `t0`,
+  // refined by one Newton step. Out: t and the exponent a = -y^2 + P(t).
+  [[gnu::always_inline]] static void erfcParts(V x, V t0, V &t, V &a) {
+    static constexpr S p[] = {-1.2655121177480138, 0.9999980468825707,   0.375109829862553,
+                              0.08091932391376182, -0.05860064003284806, -0.32548988921177274,
+                              0.6665116791966316,  -2.011027742167977,   3.6426044723987796,
+                              -3.505887365641491,  1.853980036251207,    -0.5073753164993416,
+                              0.05476967886224981};
+    const V y = T::abs(x) * T::splat(S(kInvSqrt2));
+    const V d = T::fma(y, T::splat(S(0.5)), one());
+    t = T::fma(T::fma(-d, t0, one()), t0, t0);
+    t = t == t ? t : t0;  // x infinite: d = inf, t0 = 0, and the step gives inf * 0
+    const V t2 = t * t, t4 = t2 * t2, t8 = t4 * t4;
+    auto pair = [&](int i) { return T::fma(T::splat(p[i + 1]), t, T::splat(p[i])); };
+    const V q0 = T::fma(pair(2), t2, pair(0)), q1 = T::fma(pair(6), t2, pair(4));
+    const V q2 = T::fma(pair(10), t2, pair(8));
+    const V r0 = T::fma(q1, t4, q0), r1 = T::fma(T::splat(p[12]), t4, q2);
+    a = T::fma(-y, y, T::fma(r1, t8, r0));
+  }
+
+  // gelu = x erfc(-x / sqrt 2) / 2. f32: erfcParts in f64, then e^ in f32 of a carried as ah + al
+  // (e^a = e^ah (1 + al)), shifted as in silu where the result is tiny; erfc(|x| / sqrt 2) / 2 is
+  // the result's factor for x < 0, 1 minus it for x >= 0 (no cancellation: it is at most 1/2).
+  // f64: SLEEF's erfc (geluErfNear).
+  [[gnu::always_inline]] static V geluErf(V x) {
+    if constexpr (requires { typename T::F64; }) {
+      using W = typename T::F64::V;
+      W x0, x1, u0, u1, t0, t1, a0, a1, b0, b1;  // the two f64 halves: x, f32's t, t, a, ah
+      T::widen(x, x0, x1);
+      T::widen(one() / T::fma(T::abs(x), T::splat(S(0.5 * kInvSqrt2)), one()), u0, u1);
+      Kernels<typename T::F64>::erfcParts(x0, u0, t0, a0);
+      Kernels<typename T::F64>::erfcParts(x1, u1, t1, a1);
+      const V ah = T::narrow(a0, a1);
+      T::widen(ah, b0, b1);
+      // a - ah is NaN for infinite x (a = -inf): then e^ah = 0 and the correction is dropped.
+      const V al = finiteOr0(T::narrow(a0 - b0, a1 - b1));
+      const Shifted s = shiftedExp(ah);
+      const V half = T::splat(S(0.5)) * T::narrow(t0, t1) * T::fma(s.e, al, s.e);
+      const V negative = x < zero() ? one() : zero();
+      const V phi = negative != zero() ? half : (s.shifted != zero() ? one() : one() - half);
+      return unshift(x * phi, s.shifted * negative);
+    } else {
+      return geluErfNear(x);
     }
-    return near;
   }
 
   // 1 + tanh u = 2 sigmoid(2u), so gelu = x sigmoid(2u) with u = k0 x + k1 x^3, computed as
   // sigmoid above (no cancellation for x < 0), with e shifted as in silu. u is carried as uh + ul
   // (error-free products and a two-sum): e^-|2u| = e^-|2uh| (1 -+ 2ul) to first order; the
   // relative condition number of the result in u is ~2|u|, up to 100 where it is not 0.
-  static V geluTanh(V x) {
+  [[gnu::always_inline]] static V geluTanh(V x) {
     constexpr Split<S> k0(kSqrt2OverPi), k1(kSqrt2OverPi * kGeluCubic);
     const V x2 = x * x;
     const V x2l = T::fma(x, x, -x2);

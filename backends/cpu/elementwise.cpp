@@ -9,9 +9,10 @@
 // Blocks of kBlock output elements: each operand is gathered (following broadcasting) into a
 // buffer of the type the op computes in — float for f16, bf16 and f32, double for f64, int64
 // for bool and the integers — the op's block function runs over the buffers (vmath for exp, log,
-// sigmoid, silu, sqrt and rsqrt; Eigen arrays for arithmetic, tanh, erf and gelu; plain loops the compiler vectorises where Eigen 3.4 would run one scalar at a time:
-// select and comparisons), and the block is stored in
-// the result's dtype, or is computed in the result itself when that holds the compute type.
+// sigmoid, silu, sqrt and rsqrt; Eigen arrays for arithmetic, tanh, erf and gelu; plain loops
+// the compiler vectorises where Eigen 3.4 would run one scalar at a time: select and
+// comparisons), and the block is stored in the result's dtype, or is computed in the result
+// itself when that holds the compute type.
 // Launch loops are templates per storage type, block functions per compute type: not one per
 // (op, dtype) pair. Large tensors are split with parallelFor into chunks of whole blocks, each
 // with its own buffers and cursors; blocks start at multiples of kBlock however the work is

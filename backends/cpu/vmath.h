@@ -2,10 +2,12 @@
 // for the widest ISA the running CPU has (AVX-512, AVX2+FMA, else a scalar loop).
 //
 // Every function reads x[0..n) and writes y[0..n); y may be x (in place) but must not overlap it
-// otherwise. n may be 0. Accuracy, against the true value rounded to the dtype (tests/backends/
-// vmath_test.cpp measures it over every f32 of a range): exp, log, tanh, erf within 1 ulp (SLEEF
-// u10), sqrt exact, rsqrt, sigmoid, silu and both gelus within a few ulp, also where the result
-// is tiny (gelu and sigmoid of large negative x avoid 1 + erf and 1 + tanh, which cancel).
+// otherwise. n may be 0. Accuracy, in ulp of the true value (tests/backends/vmath_test.cpp
+// measures it over every f32 of a range, f64 on samples): exp, log, erf (SLEEF u10) and f64 tanh
+// within 1 ulp (erf: 2 near the smallest normals), f32 tanh (our polynomial) 2, sqrt exact,
+// rsqrt 1.5, sigmoid and silu 3 to 4, both gelus 5 — also where the result is tiny: gelu, silu
+// and sigmoid of large negative x avoid 1 + erf and 1 + tanh, which cancel, and e^x products
+// that would lose bits as subnormals.
 // Special values are those of the std:: formulas the reference interpreter computes: NaN stays
 // NaN, exp(-inf) = 0, exp overflows to +inf and underflows through the subnormals to 0,
 // sigmoid(±inf) = 1 and 0, gelu(+inf) = +inf, gelu(-inf) and silu(-inf) are NaN (-inf * 0), -0

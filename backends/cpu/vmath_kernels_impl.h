@@ -111,7 +111,7 @@ template <class T> struct Kernels {
     // microcode assists (a fifth of gelu's time on random inputs).
     const V w = shifted != zero() ? v : zero();
     const V scaled = T::fma(w, T::splat(c.hi), w * T::splat(c.lo));
-    return (shifted != zero()) & (v != zero()) ? scaled : v;
+    return shifted != zero() ? (v != zero() ? scaled : v) : v;
   }
 
   // x / (1 + e^-x), for x < 0 as x e / (1 + e), e = e^x: computed shifted (x e would be

@@ -5,6 +5,7 @@
 #include <sleef.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -59,14 +60,25 @@ bool supported(VmathIsa isa) {
   return false;
 }
 
+// The widest ISA the CPU runs, or FERRY_VMATH_ISA's if narrower. A value that names no ISA, or
+// one this CPU lacks, never stops the program: one warning on stderr, and the widest is used.
 VmathIsa pickIsa() {
   VmathIsa isa = VmathIsa::Scalar;
   for (VmathIsa wider : {VmathIsa::Avx2, VmathIsa::Avx512})
     if (supported(wider)) isa = wider;
-  if (const char *want = std::getenv("FERRY_VMATH_ISA")) {
-    for (VmathIsa narrower : {VmathIsa::Scalar, VmathIsa::Avx2, VmathIsa::Avx512})
-      if (std::strcmp(want, vmathIsaName(narrower)) == 0 && narrower < isa) isa = narrower;
+  const char *want = std::getenv("FERRY_VMATH_ISA");
+  if (!want || !*want) return isa;
+  for (VmathIsa named : {VmathIsa::Scalar, VmathIsa::Avx2, VmathIsa::Avx512}) {
+    if (std::strcmp(want, vmathIsaName(named)) != 0) continue;
+    if (named <= isa) return named;
+    std::fprintf(stderr, "ferry: FERRY_VMATH_ISA: this CPU does not run %s; ignored, using %s\n",
+                 want, vmathIsaName(isa));
+    return isa;
   }
+  std::fprintf(stderr,
+               "ferry: FERRY_VMATH_ISA: expected scalar, avx2 or avx512, got '%s'; ignored, "
+               "using %s\n",
+               want, vmathIsaName(isa));
   return isa;
 }
 

@@ -60,8 +60,8 @@ enum class VmathIsa { Scalar, Avx2, Avx512 };
 const char *vmathIsaName(VmathIsa isa);
 
 /// The ISA the functions above run: the widest this CPU (and OS) supports, picked at the first
-/// call. FERRY_VMATH_ISA=scalar|avx2|avx512 narrows it (for comparisons; a wider one than the
-/// CPU has is ignored).
+/// call. FERRY_VMATH_ISA=scalar|avx2|avx512 narrows it (for comparisons); another value, or an
+/// ISA the CPU lacks, is ignored with one warning on stderr.
 VmathIsa vmathIsa();
 
 /// One ISA's functions, for tests and benchmarks that compare the ISAs on one machine.

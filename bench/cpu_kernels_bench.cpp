@@ -4,7 +4,8 @@
 // GEMMs: matmul 512³ (f32, f64, f16, bf16, i32), linear 64×1024→1024 with bias, conv2d 1×64×56×56
 // with a 3×3 kernel to 64 channels. Memory-bound kernels on the activation of examples/cnn.fy's
 // first block ([8,16,32,32], 131,072 elements): relu, exp, add with a broadcast bias, max_pool2d,
-// batch_norm, softmax, transpose; in f32 and, for some, f16 or i32.
+// batch_norm, softmax, transpose; in f32 and, for some, f16 or i32. Unary ops over 16M f32
+// (gelu both ways, exp, sigmoid, tanh): the transcendental kernels at memory-bound size.
 //
 // Operands and the step's planned scratch are allocated on the device and filled once, outside
 // the timed region; each iteration is one launch() (ownership checks off, as in a Release build). Counters:
@@ -118,6 +119,14 @@ void activation(benchmark::State &state, OpKind kind, DType dtype, std::vector<S
   state.SetItemsProcessed(state.iterations() * 8 * 16 * 32 * 32);
 }
 
+// A unary op over one tensor of 16M f32 (64 MB in, 64 MB out), the whole kernel: blocks, threads.
+void unary16M(benchmark::State &state, OpKind kind, std::vector<NamedAttr> attrs) {
+  constexpr int64_t n = int64_t{16} << 20;
+  Node node(kind, {{DType::F32, {n}}}, attrs);
+  for (auto _ : state) node.run();
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
 const Shape kChannels{16};
 
 BENCHMARK_CAPTURE(matmul, f32, DType::F32)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -150,6 +159,14 @@ FERRY_ACTIVATION_BENCH(softmax_f32, OpKind::Softmax, DType::F32, {}, {{"axis", i
 FERRY_ACTIVATION_BENCH(softmax_f16, OpKind::Softmax, DType::F16, {}, {{"axis", int64_t{3}}});
 FERRY_ACTIVATION_BENCH(transpose_f32, OpKind::Transpose, DType::F32, {},
                        {{"perm", std::vector<int64_t>{0, 2, 3, 1}}});
+
+#define FERRY_UNARY_16M_BENCH(name, ...)                                                           \
+  BENCHMARK_CAPTURE(unary16M, name, __VA_ARGS__)->Unit(benchmark::kMillisecond)->UseRealTime()
+FERRY_UNARY_16M_BENCH(gelu_erf, OpKind::Gelu, {});
+FERRY_UNARY_16M_BENCH(gelu_tanh, OpKind::Gelu, {{"approximate", std::string("tanh")}});
+FERRY_UNARY_16M_BENCH(exp, OpKind::Exp, {});
+FERRY_UNARY_16M_BENCH(sigmoid, OpKind::Sigmoid, {});
+FERRY_UNARY_16M_BENCH(tanh, OpKind::Tanh, {});
 
 }  // namespace
 }  // namespace ferry

@@ -12,6 +12,7 @@ packages=(
   libcli11-dev                       # command lines of the tools
   libeigen3-dev                      # f16/bf16 conversions, CPU kernels
   libopenblas-dev                    # GEMMs of the CPU kernels (matmul, linear, conv2d)
+  libsleef-dev                       # vectorised exp/log/tanh/erf of the CPU kernels (backends/cpu/vmath)
   graphviz                           # ferry-compile --emit svg (its `dot` program)
   libonnx-dev libprotobuf-dev        # the ONNX importer (frontend/onnx)
 )

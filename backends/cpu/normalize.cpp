@@ -288,13 +288,10 @@ template <class C, bool Log> Status softmaxRows(const SoftmaxGeometry &g, const 
       for (int64_t b = 0; b < dim; b += kBlock) {
         const int64_t n = std::min(kBlock, dim - b);
         ConstMap<C> v(loadAs(x, base + b, n, in), n);
-        if (expInResult) {
-          ArrayMap<C> y(outAs(r, base + b, out), n);
-          y = exactExp(v - max);
-          sum += static_cast<double>(y.sum());
-        } else {
-          sum += static_cast<double>(exactExp(v - max).sum());
-        }
+        C *y = expInResult ? outAs(r, base + b, out) : out;
+        ArrayMap<C>(y, n) = v - max;
+        expInPlace(y, n);
+        sum += static_cast<double>(ArrayMap<C>(y, n).sum());
       }
       const C scale = static_cast<C>(1 / sum), logSum = static_cast<C>(std::log(sum));
       for (int64_t b = 0; b < dim; b += kBlock) {
@@ -306,10 +303,13 @@ template <class C, bool Log> Status softmaxRows(const SoftmaxGeometry &g, const 
           continue;
         }
         ConstMap<C> v(loadAs(x, base + b, n, in), n);
-        if constexpr (Log)
+        if constexpr (Log) {
           a = v - max - logSum;
-        else
-          a = exactExp(v - max) * scale;
+        } else {
+          a = v - max;
+          expInPlace(y, n);
+          a *= scale;
+        }
         storeAs(r, base + b, n, y);
       }
     }
@@ -343,13 +343,10 @@ Status softmaxColumns(const SoftmaxGeometry &g, const KernelCall &call) {
                   sm.setZero();
                   for (int64_t d = 0; d < dim; ++d) {
                     ConstMap<C> v(loadAs(x, at(d), n, in), n);
-                    if (expInResult) {
-                      ArrayMap<C> y(outAs(r, at(d), out), n);
-                      y = exactExp(v - mx);
-                      sm += y;
-                    } else {
-                      sm += exactExp(v - mx);
-                    }
+                    C *y = expInResult ? outAs(r, at(d), out) : out;
+                    ArrayMap<C>(y, n) = v - mx;
+                    expInPlace(y, n);
+                    sm += ArrayMap<C>(y, n);
                   }
                   if constexpr (Log)
                     sm = sm.log();
@@ -362,10 +359,13 @@ Status softmaxColumns(const SoftmaxGeometry &g, const KernelCall &call) {
                       continue;
                     }
                     ConstMap<C> v(loadAs(x, at(d), n, in), n);
-                    if constexpr (Log)
+                    if constexpr (Log) {
                       ArrayMap<C>(y, n) = v - mx - sm;
-                    else
-                      ArrayMap<C>(y, n) = exactExp(v - mx) * sm;
+                    } else {
+                      ArrayMap<C>(y, n) = v - mx;
+                      expInPlace(y, n);
+                      ArrayMap<C>(y, n) *= sm;
+                    }
                     storeAs(r, at(d), n, y);
                   }
                 }

@@ -66,6 +66,9 @@ void assignDTypes(Graph &graph, PassContext &ctx);  ///< dtype.cpp
 void simplify(Graph &graph, PassContext &ctx);      ///< simplify.cpp
 void checkBudgets(Graph &graph, PassContext &ctx);  ///< budget.cpp
 void fuse(Graph &graph, PassContext &ctx);          ///< fusion.cpp
+/// Folds each batch_norm with param statistics into the conv2d before it (part of fuse());
+/// returns how many. fold_batch_norm.cpp
+int foldBatchNorms(Graph &graph, const Capabilities &capabilities);
 
 /// Puts every inserted node directly after its operand's producer, ties by result name, the
 /// user's nodes in their order: the same graph gets the same order however it was compiled

@@ -51,11 +51,16 @@ std::string binaryBytes(double b) {
   return buf;
 }
 
-// "2 groups of 5 nodes", or "none".
-std::string fusedLine(const CompileStats &st) {
-  if (st.fusionGroups == 0) return "none";
-  return std::to_string(st.fusionGroups) + (st.fusionGroups == 1 ? " group of " : " groups of ") +
-         std::to_string(st.fusedNodes) + " nodes";
+// "2 groups of 5 nodes", or "none"; `kernels` adds " (one kernel each)" to the groups.
+std::string fusedLine(const CompileStats &st, bool kernels = false) {
+  std::string s = st.fusionGroups == 0 ? "none"
+                                       : std::to_string(st.fusionGroups) +
+                                             (st.fusionGroups == 1 ? " group of " : " groups of ") +
+                                             std::to_string(st.fusedNodes) + " nodes" +
+                                             (kernels ? " (one kernel each)" : "");
+  if (st.batchNormsFolded > 0)
+    s += "; " + std::to_string(st.batchNormsFolded) + " batch_norm folded into its conv2d";
+  return s;
 }
 
 }  // namespace
@@ -81,7 +86,8 @@ std::string renderSummary(const CompileResult &result,
   s += "#   at load, once per session (weights): " + std::to_string(st.loadTransfers) +
        " transfers, " + binaryBytes(static_cast<double>(st.loadTransferBytes)) + "; " +
        std::to_string(st.loadCasts) + " casts\n";
-  if (st.fusionGroups > 0) s += "#   fused: " + fusedLine(st) + " (one kernel each)\n";
+  if (st.fusionGroups > 0 || st.batchNormsFolded > 0)
+    s += "#   fused: " + fusedLine(st, /*kernels=*/true) + "\n";
   return s;
 }
 

@@ -192,6 +192,7 @@ class Importer {
   std::set<std::string, std::less<>> frozen_;        // inputs frozen to options_.inputValues
   std::set<std::string, std::less<>> graphInputs_;   // inputs that are not initializers
   std::set<std::string, std::less<>> neededInputs_;  // of those, the ones a node needed data of
+  int64_t foldedBytes_ = 0;  // bytes of the large results folded at import (NodeContext::emit)
   // Unsupported op types (or ops as written), each with its nodes' labels and first location.
   struct Unsupported {
     std::vector<std::string> nodes;
@@ -352,7 +353,16 @@ std::optional<Known> Context::emit(OpKind op, std::vector<Known> operands,
                              [](const Known &k) { return k.data.has_value(); });
   bool anyParam =
       std::any_of(operands.begin(), operands.end(), [](const Known &k) { return k.initializer; });
-  if (allData && (type.numel() <= kMaxFoldElements || !anyParam)) {
+  // Small results are folded; larger ones of Constant data only (a shape computation the model
+  // needs known) while they fit the param limits: a few bytes of ONNX (a Pad or an Expand of a
+  // scalar) must not become gigabytes of constants at import; past the limits the op stays a
+  // node and runs with the model.
+  const auto bytes = static_cast<int64_t>(type.byteSize());
+  const bool fold = type.numel() <= kMaxFoldElements ||
+                    (!anyParam && bytes <= im_.options_.maxParamBytes &&
+                     bytes <= im_.options_.maxTotalParamBytes - im_.foldedBytes_);
+  if (allData && fold) {
+    if (type.numel() > kMaxFoldElements) im_.foldedBytes_ += bytes;
     std::vector<TensorData> data;
     for (const Known &k : operands) data.push_back(*k.data);
     Expected<TensorData> folded = reference::evalOp(info, data, *made, type, loc_);

@@ -27,15 +27,22 @@ int threadsWanted() {
   return n;
 }
 
-// The calling thread works too, so the pool holds one thread fewer than wanted.
+// Read once (the warning too).
+int wantedThreads() {
+  static const int n = threadsWanted();
+  return n;
+}
+
+// The calling thread works too, so the pool holds one thread fewer than wanted (Eigen's pool
+// needs one: with 1 wanted it is never given work, poolThreads() says 1).
 Eigen::ThreadPool &pool() {
-  static Eigen::ThreadPool instance(std::max(1, threadsWanted() - 1));
+  static Eigen::ThreadPool instance(std::max(1, wantedThreads() - 1));
   return instance;
 }
 
 }  // namespace
 
-int poolThreads() { return pool().NumThreads() + 1; }
+int poolThreads() { return std::min(pool().NumThreads() + 1, wantedThreads()); }
 
 void parallelFor(int64_t n, int64_t grain, RangeFn body) {
   if (n <= 0) return;

@@ -133,17 +133,15 @@ class Lowering {
     if (group.anchor >= 0) members.push_back(group.anchor);
     for (NodeId m : group.members)
       if (m != group.anchor) members.push_back(m);
-    std::vector<ValueId> operandValues;
+    std::vector<ValueId> operandValues, bodyValues;  // bodyValues[j]: micro-op j's value
     for (NodeId id : members) {
       const Node &n = g_.node(id);
       const Value &r = g_.value(n.result);
       MicroOp m{n.op, n.attrs, {}, r.type, r.name, n.loc};
       for (ValueId v : n.operands) {
-        auto inner = std::find_if(step.body.begin(), step.body.end(), [&](const MicroOp &b) {
-          return b.name == g_.value(v).name;
-        });
-        if (inner != step.body.end()) {
-          m.args.push_back(~static_cast<int32_t>(inner - step.body.begin()));
+        auto inner = std::find(bodyValues.begin(), bodyValues.end(), v);
+        if (inner != bodyValues.end()) {
+          m.args.push_back(~static_cast<int32_t>(inner - bodyValues.begin()));
           continue;
         }
         auto known = std::find(operandValues.begin(), operandValues.end(), v);
@@ -157,6 +155,7 @@ class Lowering {
         m.args.push_back(static_cast<int32_t>(known - operandValues.begin()));
       }
       step.body.push_back(std::move(m));
+      bodyValues.push_back(n.result);
     }
     Expected<int32_t> r = addSlot(g_.node(group.root).result, SlotKind::Activation);
     if (!r) return r.status();

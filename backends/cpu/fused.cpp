@@ -476,7 +476,6 @@ Expected<std::unique_ptr<Kernel>> prepareFused(const KernelPlan &plan, const Ste
       if (c == Compute::I64) return bodyError(step, j, "leaky_relu computes in floats only");
       in.alpha = attrFloat(op, m.attrs, "alpha");
       in.run = c == Compute::F32 ? runLeakyRelu<float> : runLeakyRelu<double>;
-      in.fn = reinterpret_cast<void *>(1);
     } else if (op.is(OpTrait::Unary)) {
       bool tanhGelu = false;
       if (m.op == OpKind::Gelu) {
@@ -497,7 +496,9 @@ Expected<std::unique_ptr<Kernel>> prepareFused(const KernelPlan &plan, const Ste
         in.run = runBinary<C>;
       });
     }
-    if (m.op != OpKind::Cast && m.op != OpKind::Where && in.fn == nullptr)
+    // Cast, where and leaky_relu (which holds alpha) run without a block function.
+    const bool usesFn = m.op != OpKind::Cast && m.op != OpKind::Where && m.op != OpKind::LeakyRelu;
+    if (usesFn && in.fn == nullptr)
       return bodyError(step, j, "no CPU block function computes it in " +
                                     std::string(dtypeName(computeDType(c))));
     k->instrs_.push_back(in);

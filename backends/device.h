@@ -10,7 +10,8 @@
 //   required   devices, allocate/release, copy/upload/download, prepare, launch
 //   optional   allocateHost/releaseHost (pinned staging memory; default: aligned host memory),
 //              hostAccessible (its memory is plain host memory; default false), borrowHost
-//              (host memory read in place, a weight without a copy; default: cannot), owns (for
+//              (host memory used in place: a weight, a run's input or output, without a copy;
+//              default: cannot), owns (for
 //              checked runs; default: can't tell), createStream/destroyStream, recordEvent/
 //              waitEvent, synchronize (default: one null stream, every call already finished)
 //
@@ -87,12 +88,14 @@ class DeviceRuntime {
   /// Whether this runtime's device memory is plain host memory (the CPU's arenas): then the
   /// runtime may read and write it directly in copies between runtimes.
   virtual bool hostAccessible() const { return false; }
-  /// Host memory that `device` reads in place as `bytes` of its own memory until release() of
+  /// Host memory that `device` uses in place as `bytes` of its own memory until release() of
   /// the pointer returned (which then frees nothing): how a Session uses a weight the host
-  /// already holds (a saved executable's mapped file, a parsed param) without copying it. The
-  /// memory is only ever read (an operand of kernels, the source of copies), and owns() counts
-  /// it as the device's. Null when this runtime cannot read it in place — the default, a GPU's:
-  /// the Session then allocates and uploads. The CPU's lends 64-byte-aligned host memory.
+  /// already holds (a saved executable's mapped file, a parsed param) without copying it, and,
+  /// for one run, an input the caller holds or the caller's buffer an output is written to
+  /// (Slot::external). A weight or input is only read; an output is written by its step. owns()
+  /// counts the memory as the device's. Null when this runtime cannot use it in place — the
+  /// default, a GPU's: the Session then allocates and uploads (or downloads). The CPU's lends
+  /// 64-byte-aligned host memory.
   virtual std::byte *borrowHost(Device, const std::byte *, size_t) { return nullptr; }
   /// Whether [data, data + bytes) lies in one live allocation on `device`; checked runs
   /// (Session::Options::checkPlan) use it. Default: true (this runtime cannot tell).

@@ -97,6 +97,13 @@ class Target {
   /// its devices (elementwise chains, GemmLike anchors with their epilogues). Default: no.
   virtual bool fuses() const { return false; }
 
+  /// Whether the target's device memory is the host's (the CPU's): then lowering gives the
+  /// model's inputs and outputs on its devices no workspace bytes (Slot::external), and a Session
+  /// reads each input where the caller's tensor is and writes each output where the caller
+  /// receives it, copying neither. Default: no (a GPU's inputs are uploaded, its outputs
+  /// downloaded).
+  virtual bool hostMemory() const { return false; }
+
   /// The kernel plan of one step. A step the capability table does not claim, or that breaks
   /// the op's contract (operand count or dtypes that compile() never produces), is an error
   /// with code "internal" at the step's location.

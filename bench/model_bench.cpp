@@ -4,17 +4,19 @@
 // Runtime, PyTorch and JAX on the same inputs.
 //
 //   ferry-bench-model MODEL --input NAME=FILE.npy... [--shape NAME=D0,D1,...]... [--warmup 5]
-//                     [--iterations 20] [--min-time 0.2] [--output-dir DIR]
+//                     [--iterations 20] [--min-time 0.2] [--output-dir DIR] [--bind-outputs]
 //
 // Timed: Session::run only (input checks, the kernels, the outputs handed back, as an app sees
 // it), each run on its own, after --warmup untimed runs; at least --iterations runs and at least
 // --min-time seconds of them. Not timed, but reported: reading the model (import_ms: for ONNX the
 // importer, weights included), build() (compile_ms: the passes and lowering) and Session::create
 // (create_ms). Threads: FERRY_NUM_THREADS, as everywhere (the core count when unset); the JSON
-// says what it resolved to.
+// says what it resolved to. --bind-outputs gives every run the same output tensors, made once
+// (Session::run's I/O binding, as an app that runs a model in a loop would): no output is
+// allocated, and no fresh page faulted in, per run.
 //
 // Output: {"model", "threads" (FERRY_NUM_THREADS resolved), "import_ms", "compile_ms", "create_ms",
-// "warmup", "runs", "median_ms", "min_ms", "cpu_ms_per_run" (the process's CPU time over the timed
+// "warmup", "bind_outputs", "runs", "median_ms", "min_ms", "cpu_ms_per_run" (the process's CPU time over the timed
 // runs, per run: above median_ms, more than one core worked), "times_ms": [...]}. --output-dir
 // writes each output of one more run as NAME.npy, for peer.py to compare with PyTorch's. Any
 // failure (a model the importer or the compiler rejects, a missing input) is one line
@@ -55,6 +57,7 @@ struct Flags {
   int iterations = 20;
   double minTime = 0.2;
   std::string outputDir;
+  bool bindOutputs = false;
 };
 
 double msSince(Clock::time_point start) {
@@ -135,9 +138,19 @@ int runBench(const Flags &f) {
   if (!session) return fail("Session::create: " + firstLine(session.status()));
   const double createMs = msSince(createStart);
 
+  std::vector<NamedTensor> outputs;
+  if (f.bindOutputs) {
+    const Executable &plan = session->executable();
+    for (int32_t slot : plan.outputs) {
+      const Slot &s = plan.slots[static_cast<size_t>(slot)];
+      Expected<TensorData> t = TensorData::allocate(s.type.dtype, s.type.shape, "output " + s.name);
+      if (!t) return fail("--bind-outputs: " + firstLine(t.status()));
+      outputs.push_back({s.name, Tensor(std::move(*t))});
+    }
+  }
+  auto runOnce = [&] { return session->run(inputs, outputs, {}); };
   for (int i = 0; i < f.warmup; ++i)
-    if (Expected<RunResult> r = session->run(inputs); !r)
-      return fail("run: " + firstLine(r.status()));
+    if (Expected<RunResult> r = runOnce(); !r) return fail("run: " + firstLine(r.status()));
 
   std::vector<double> times;
   const double cpuStart = processCpuMs();
@@ -145,7 +158,7 @@ int runBench(const Flags &f) {
   while (int64_t(times.size()) < kMaxRuns &&
          (int64_t(times.size()) < f.iterations || msSince(timedStart) < f.minTime * 1e3)) {
     const Clock::time_point start = Clock::now();
-    Expected<RunResult> r = session->run(inputs);
+    Expected<RunResult> r = runOnce();
     times.push_back(msSince(start));
     if (!r) return fail("run: " + firstLine(r.status()));
   }
@@ -170,7 +183,8 @@ int runBench(const Flags &f) {
   json.precision(6);
   json << "{\"model\": " << jsonString(f.model) << ", \"threads\": " << threads
        << ", \"import_ms\": " << importMs << ", \"compile_ms\": " << compileMs
-       << ", \"create_ms\": " << createMs << ", \"warmup\": " << f.warmup << ", \"runs\": " << n
+       << ", \"create_ms\": " << createMs << ", \"warmup\": " << f.warmup
+       << ", \"bind_outputs\": " << (f.bindOutputs ? "true" : "false") << ", \"runs\": " << n
        << ", \"median_ms\": " << median << ", \"min_ms\": " << sorted.front()
        << ", \"cpu_ms_per_run\": " << cpuPerRun << ", \"times_ms\": [";
   for (size_t i = 0; i < n; ++i) json << (i ? ", " : "") << times[i];
@@ -195,6 +209,8 @@ int main(int argc, char **argv) {
   app.add_option("--min-time", f.minTime, "and at least this many seconds of them (default 0.2)")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--output-dir", f.outputDir, "write each output of one more run as NAME.npy here");
+  app.add_flag("--bind-outputs", f.bindOutputs,
+               "give every run the same output tensors, made once (Session::run's I/O binding)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -45,12 +45,17 @@ template <class I> I saturate(double v) {
 
 constexpr std::align_val_t kStorageAlignment{64};
 
-// `bytes` zero bytes, 64-byte aligned (as device memory is, so that a Session on the host can
-// read a weight in place); std::bad_alloc when the host cannot hold them.
-std::shared_ptr<std::byte> allocateZeroed(size_t bytes) {
+// `bytes` bytes, 64-byte aligned (as device memory is, so that a Session on the host can read a
+// weight or an input in place and write an output there), left as they come;
+// std::bad_alloc when the host cannot hold them.
+std::shared_ptr<std::byte> allocateStorage(size_t bytes) {
   auto *p = static_cast<std::byte *>(::operator new(bytes == 0 ? 1 : bytes, kStorageAlignment));
-  std::shared_ptr<std::byte> owned(p, [](std::byte *q) { ::operator delete(q, kStorageAlignment); });
-  std::memset(p, 0, bytes);
+  return std::shared_ptr<std::byte>(p, [](std::byte *q) { ::operator delete(q, kStorageAlignment); });
+}
+
+std::shared_ptr<std::byte> allocateZeroed(size_t bytes) {
+  std::shared_ptr<std::byte> owned = allocateStorage(bytes);
+  std::memset(owned.get(), 0, bytes);
   return owned;
 }
 
@@ -284,6 +289,13 @@ TensorData::TensorData(DType dtype, Shape shape)
     : type_{dtype, std::move(shape)}, data_(allocateZeroed(type_.byteSize())),
       size_(type_.byteSize()) {
   for (int64_t d : type_.shape) FERRY_CHECK(d >= 0) << "negative dim in " << type_.str();
+}
+
+TensorData TensorData::forOverwrite(DType dtype, Shape shape) {
+  TensorType type{dtype, std::move(shape)};
+  for (int64_t d : type.shape) FERRY_CHECK(d >= 0) << "negative dim in " << type.str();
+  const size_t bytes = type.byteSize();
+  return TensorData(std::move(type), allocateStorage(bytes), bytes);
 }
 
 TensorData TensorData::view(TensorType type, std::span<const std::byte> bytes,

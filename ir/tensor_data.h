@@ -23,6 +23,10 @@ class TensorData {
   TensorData(DType dtype, Shape shape);
 
   static TensorData zeros(DType dtype, Shape shape) { return TensorData(dtype, std::move(shape)); }
+  /// Storage of its own whose bytes are left as the allocator gives them, for a caller that
+  /// writes every one before anything reads them (a Session's fresh output): no pass over the
+  /// memory to zero it. std::bad_alloc when the host cannot hold it.
+  static TensorData forOverwrite(DType dtype, Shape shape);
   /// Zero-filled, or, when the host cannot allocate it, an error (code "memory") that names
   /// `what` ("output 'y'"), the type and the bytes: for every tensor whose size a model or a file
   /// chose, so that running out of memory is an error and never an abort.
@@ -77,6 +81,8 @@ class TensorData {
 
  private:
   void detach();  // a view becomes a copy of its own
+  TensorData(TensorType type, std::shared_ptr<std::byte> data, size_t size)
+      : type_(std::move(type)), data_(std::move(data)), size_(size) {}
 
   TensorType type_;
   std::shared_ptr<std::byte> data_;  // the first byte; shares ownership with the storage or owner

@@ -88,6 +88,11 @@ class Lowering {
       if (!s) return s.status();
       exe_.outputs.push_back(*s);
     }
+    // Inputs and outputs on host memory are the caller's tensors: no copy in or out of the
+    // workspace. An output that is an input, a weight or a loaded slot is still copied out.
+    for (int32_t s : exe_.inputs) markExternal(s);
+    for (int32_t s : exe_.outputs)
+      if (exe_.slots[static_cast<size_t>(s)].kind == SlotKind::Activation) markExternal(s);
     return Status();
   }
 
@@ -167,12 +172,22 @@ class Lowering {
     return Status();
   }
 
+  const Target *targetOf(Device d) const {
+    for (const auto &[kind, t] : targets_)
+      if (kind == d.kind) return t.get();
+    return nullptr;
+  }
+
+  void markExternal(int32_t s) {
+    Slot &slot = exe_.slots[static_cast<size_t>(s)];
+    const Target *target = targetOf(slot.device);
+    if (target && target->hostMemory()) slot.external = true;
+  }
+
   // The kernel plan of a step from its device kind's target.
   Expected<KernelPlan> planOf(const Step &step) {
     const Slot &result = exe_.slots[static_cast<size_t>(step.result)];
-    const Target *target = nullptr;
-    for (const auto &[kind, t] : targets_)
-      if (kind == result.device.kind) target = t.get();
+    const Target *target = targetOf(result.device);
     if (!target) return KernelPlan{};  // Session::create refuses it, naming the step
     types_.clear();
     for (int32_t o : step.operands) types_.push_back(exe_.slots[static_cast<size_t>(o)].type);
@@ -189,15 +204,19 @@ class Lowering {
 };
 
 // Workspace offsets per device: inputs live from before the first step, outputs to after the
-// last one.
+// last one. Inputs and outputs in the caller's memory (Slot::external) take none, but their
+// device still gets a workspace (its streams run the steps), of 0 bytes if nothing else is there.
 void planWorkspaces(Executable &exe) {
   const auto steps = static_cast<int64_t>(exe.steps.size());
   const auto [first, last] = exe.slotLifetimes();
   // Per device: its slots, then its steps with scratch (as ~step index).
   std::map<Device, std::vector<int64_t>> byDevice;
-  for (size_t s = 0; s < exe.slots.size(); ++s)
-    if (exe.slots[s].kind == SlotKind::Input || exe.slots[s].kind == SlotKind::Activation)
-      byDevice[exe.slots[s].device].push_back(static_cast<int64_t>(s));
+  for (size_t s = 0; s < exe.slots.size(); ++s) {
+    const Slot &slot = exe.slots[s];
+    if (slot.kind != SlotKind::Input && slot.kind != SlotKind::Activation) continue;
+    std::vector<int64_t> &pieces = byDevice[slot.device];
+    if (!slot.external) pieces.push_back(static_cast<int64_t>(s));
+  }
   for (int64_t i = 0; i < steps; ++i) {
     const Step &st = exe.steps[static_cast<size_t>(i)];
     if (st.plan.scratchBytes > 0)

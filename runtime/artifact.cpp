@@ -471,7 +471,7 @@ class Reader {
 // The smallest encoding of each record (strings and counts 4 bytes, fields as in the layout),
 // so that a count can be checked against the bytes left before anything is reserved.
 constexpr size_t kMinDevice = 4;
-constexpr size_t kMinSlot = 4 + 4 + 4 + 4 + 1 + 4 + 8;      // name..offset
+constexpr size_t kMinSlot = 4 + 4 + 4 + 4 + 1 + 4 + 8 + 1;  // name..external
 constexpr size_t kMinStep = 4 + 4 + 4 + 4 + 4 + 4 + 4 + 1 + 4 + 8 + 4 + 8 + 4;  // op..body count
 constexpr size_t kMinMicroOp = 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 4;  // op..location node
 constexpr size_t kMinWorkspace = 4 + 8;
@@ -586,6 +586,11 @@ Expected<Executable> parsePayload(Reader &r, const Executable::LoadOptions &opti
     s.kind = static_cast<SlotKind>(kind);
     s.weight = r.i32("weight index");
     s.offset = r.u64("offset");
+    const size_t externalAt = r.pos();
+    const uint8_t external = r.u8("external");
+    if (external > 1) r.bad(externalAt, "external", "0 (workspace) or 1 (caller's memory)",
+                            std::to_string(external));
+    s.external = external == 1;
     exe.slots.push_back(std::move(s));
   }
   r.context("");
@@ -676,6 +681,7 @@ void writePayload(const Executable &exe, Writer &w) {
     w.u8(static_cast<uint8_t>(s.kind));
     w.i32(s.weight);
     w.u64(s.offset);
+    w.u8(s.external ? 1 : 0);
   }
   for (const std::vector<int32_t> *list : {&exe.inputs, &exe.outputs}) {
     w.count(list->size());

@@ -188,7 +188,7 @@ Status checkLiveSlotsApart(const Executable &exe) {
   std::vector<Piece> pieces;
   for (size_t s = 0; s < exe.slots.size(); ++s) {
     const Slot &slot = exe.slots[s];
-    if ((slot.kind != SlotKind::Input && slot.kind != SlotKind::Activation) ||
+    if ((slot.kind != SlotKind::Input && slot.kind != SlotKind::Activation) || slot.external ||
         slot.type.byteSize() == 0)
       continue;
     pieces.push_back({first[s], std::max(first[s], last[s]), slot.offset,
@@ -303,6 +303,8 @@ Status Executable::validate() const {
     // First: byte sizes below are computed from the type.
     if (std::string why = typeLimitError(slot.type.dtype, slot.type.shape); !why.empty())
       return slotError(*this, s, "is " + slot.type.str() + ", which " + why);
+    if (slot.external && slot.kind != SlotKind::Input && slot.kind != SlotKind::Activation)
+      return slotError(*this, s, "is a weight or loaded slot in the caller's memory");
     if (slot.kind != SlotKind::Weight && slot.weight != -1)
       return slotError(*this, s, "is not a weight but names weight " + std::to_string(slot.weight));
     if (std::find(devices.begin(), devices.end(), slot.device) == devices.end())
@@ -320,9 +322,16 @@ Status Executable::validate() const {
       continue;
     }
     if (slot.kind == SlotKind::Loaded) continue;  // held with the weights, written by a load step
+    // Inputs and activations: their device's workspace holds them, or its streams run the steps
+    // reading and writing them in the caller's memory.
     auto ws = std::find_if(workspaces.begin(), workspaces.end(),
                            [&](const Workspace &w) { return w.device == slot.device; });
     if (ws == workspaces.end()) return slotError(*this, s, "has no workspace on its device");
+    if (slot.external) {  // an input, or an output (checked below)
+      if (slot.offset != 0)
+        return slotError(*this, s, "is in the caller's memory but has a workspace offset");
+      continue;
+    }
     if (slot.offset % kAlignment != 0 || slot.offset > ws->bytes ||
         slot.type.byteSize() > ws->bytes - slot.offset)
       return slotError(*this, s,
@@ -401,9 +410,15 @@ Status Executable::validate() const {
     if (slots[s].kind == SlotKind::Loaded && !written[s])
       return slotError(*this, s, "is a loaded slot that no load step writes");
   for (size_t i = 0; i < steps.size(); ++i) FERRY_TRY(checkStep(steps[i], i, false));
-  for (int32_t s : outputs)
+  std::vector<bool> output(nslots, false);
+  for (int32_t s : outputs) {
     if (!inRange(s) || !written[static_cast<size_t>(s)])
       return makeError("artifact", "output slot " + std::to_string(s) + " is never written");
+    output[static_cast<size_t>(s)] = true;
+  }
+  for (size_t s = 0; s < nslots; ++s)
+    if (slots[s].external && slots[s].kind == SlotKind::Activation && !output[s])
+      return slotError(*this, s, "is an activation in the caller's memory but no output");
   // A workspace ends where its last slot or scratch block ends, each block rounded as the memory
   // plan rounds it (runtime/memory_plan.h): a size beyond that only an edited file can give, and
   // Session::create would allocate it.
@@ -414,7 +429,7 @@ Status Executable::validate() const {
     size_t need = 0;
     for (const Slot &slot : slots)
       if ((slot.kind == SlotKind::Input || slot.kind == SlotKind::Activation) &&
-          slot.device == w.device)
+          !slot.external && slot.device == w.device)
         need = std::max(need, end(slot.offset, slot.type.byteSize()));
     for (const Step &st : steps)
       if (st.plan.scratchBytes > 0 && slots[static_cast<size_t>(st.result)].device == w.device)

@@ -14,7 +14,9 @@
 //     slots held with the weights (a weight's copy on another device or in another dtype), never
 //     per run (passes/load_time.h);
 //   - each step's kernel plan (backends/target.h): which kernel, its scratch bytes, its payload;
-//   - every activation, input and step scratch has an offset in its device's workspace: pieces
+//   - inputs and outputs on host memory are the caller's tensors (Slot::external): no workspace
+//     bytes, no copy in or out;
+//   - every other activation, input and step scratch has an offset in its device's workspace: pieces
 //     whose lifetimes (first write to last read, in step order) overlap never share bytes, the
 //     rest reuse them (greedy by size, see runtime/memory_plan.cpp);
 //   - the plan's data movement is counted, so a Session can check the copies it makes against
@@ -35,7 +37,7 @@ namespace ferry {
 
 /// Where a slot's bytes come from.
 enum class SlotKind : uint8_t {
-  Input,       ///< copied in by Session::run, lives in the workspace
+  Input,       ///< read in place by Session::run (external), or copied into the workspace
   Weight,      ///< given to its device once per Session (read in place on the CPU)
   Activation,  ///< written by a step, lives in the workspace
   Loaded,      ///< written once by a load step when a Session is created, held with the weights
@@ -49,6 +51,11 @@ struct Slot {
   SlotKind kind = SlotKind::Activation;
   int32_t weight = -1;  ///< Weight: index in Executable::weights
   size_t offset = 0;    ///< Input, Activation: byte offset in the device's workspace
+  /// An input, or an activation that is an output, held in the caller's memory rather than the
+  /// workspace (its device's target has host memory, Target::hostMemory): a run reads the input
+  /// where the caller's tensor is and writes the output where the caller receives it. No
+  /// workspace bytes; offset 0.
+  bool external = false;
 };
 
 /// One step: op, complete attributes, operand slots and the slot it writes, and how it runs —
@@ -82,7 +89,7 @@ struct Workspace {
 
 struct Executable {
   /// Bumped whenever the saved form changes; load() rejects other versions.
-  static constexpr uint32_t kFormatVersion = 5;
+  static constexpr uint32_t kFormatVersion = 6;
   /// Workspace offsets are multiples of this.
   static constexpr size_t kAlignment = 64;
 

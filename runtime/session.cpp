@@ -61,9 +61,17 @@ struct Session::State {
   // and once released: nothing a run reads).
   std::vector<std::byte *> held;
   std::vector<int32_t> workspaceOfSlot;  // index into exe.workspaces, -1 for weights and loaded
+  // Slots in the caller's memory (Slot::external): per slot its index among `externals` (-1 for
+  // the others), and per external slot where a run writes its pointer in a workspace's tables,
+  // uses[useStart[e] .. useStart[e + 1]): an entry of `operands`, or ~step for a step's result.
+  std::vector<int32_t> externalOf, externals;
+  std::vector<size_t> useStart;
+  std::vector<int64_t> uses;
   // Input slots by name (views of exe's slot names), so that a run matches each given input in
   // constant time; a name listed twice keeps its first slot, as Executable::findInput does.
+  // Outputs likewise, to their first index in exe.outputs.
   std::unordered_map<std::string_view, int32_t> inputSlot;
+  std::unordered_map<std::string_view, size_t> outputIndex;
   LoadStats loadStats;
   std::vector<size_t> argStart;  // per step: its operands' first entry in a workspace's table
 
@@ -77,12 +85,16 @@ struct Session::State {
   size_t weightBytes = 0, workspaceBytes = 0;
 
   // One run's memory: a block and a stream per entry of exe.workspaces, and every step's
-  // operand pointers (flat, from argStart) and result and scratch pointers into them.
+  // operand pointers (flat, from argStart) and result and scratch pointers into them. Per
+  // external slot, the run's memory for it and how it got it (bound, how).
+  enum class Bound : uint8_t { None, Lent, Allocated };
   struct Workspace {
     std::vector<std::byte *> base;
     std::vector<Stream> streams;
     std::vector<const std::byte *> operands;
     std::vector<std::byte *> results, scratch;
+    std::vector<std::byte *> bound;
+    std::vector<Bound> how;
   };
   mutable std::mutex poolMutex;
   mutable std::vector<std::unique_ptr<Workspace>> all;  // every workspace made, in use or idle
@@ -115,6 +127,8 @@ struct Session::State {
   }
 
   std::byte *address(const Workspace &ws, int32_t slot) const {
+    if (const int32_t e = externalOf[static_cast<size_t>(slot)]; e >= 0)
+      return ws.bound[static_cast<size_t>(e)];
     const int32_t w = workspaceOfSlot[static_cast<size_t>(slot)];
     if (w < 0) return held[static_cast<size_t>(slot)];
     return ws.base[static_cast<size_t>(w)] + exe.slots[static_cast<size_t>(slot)].offset;
@@ -131,6 +145,7 @@ struct Session::State {
   Status checkOwned(const Step &step, const std::string &which,
                     std::span<const std::byte *const> operands, const std::byte *result) const;
   Expected<std::unique_ptr<PreparedKernel>> prepare(const Step &step, std::string_view which) const;
+  Status findExternalUses();
   Status uploadWeights();
   Status load();
   Status transfer(const Workspace &ws, const Step &step) const;
@@ -139,8 +154,14 @@ struct Session::State {
       FERRY_TRY(runtime(exe.workspaces[i].device).synchronize(ws.streams[i]));
     return Status();
   }
-  Status checkInputs(const std::vector<NamedTensor> &given, std::vector<const Tensor *> &bySlot,
-                     RunStats &stats) const;
+  Status checkArguments(const std::vector<NamedTensor> &given,
+                        const std::vector<NamedTensor> &givenOutputs, bool outputsOnDevice,
+                        std::vector<const Tensor *> &bySlot,
+                        std::vector<const Tensor *> &outputs, RunStats &stats) const;
+  bool lend(Workspace &ws, size_t e, const std::byte *host) const;
+  Status bindCopy(Workspace &ws, size_t e, const std::byte *host, size_t bytes) const;
+  void patchTables(Workspace &ws) const;
+  void unbind(Workspace &ws) const;
 };
 
 Expected<Session::State::Workspace *> Session::State::acquire() const {
@@ -157,6 +178,8 @@ Expected<Session::State::Workspace *> Session::State::acquire() const {
   // Room first, so that each device allocation is recorded in `ws` without allocating.
   ws->base.reserve(exe.workspaces.size());
   ws->streams.reserve(exe.workspaces.size());
+  ws->bound.assign(externals.size(), nullptr);
+  ws->how.assign(externals.size(), Bound::None);
   auto make = [&]() -> Status {
     for (const ferry::Workspace &w : exe.workspaces) {
       Expected<std::byte *> p = runtime(w.device).allocate(w.device, w.bytes);
@@ -220,10 +243,13 @@ Status Session::State::checkOwned(const Step &step, const std::string &which,
                          r.device.str() + "'s memory: a transfer is missing",
                      step.loc);
   };
-  if (!rt.owns(r.device, result, r.type.byteSize())) return notOwned("its result");
+  // The caller's memory (external slots) is lent for one run at a time: its device is the one
+  // the run's checks found the caller's tensor on, and the runtime's copies check it then.
+  if (!r.external && !rt.owns(r.device, result, r.type.byteSize())) return notOwned("its result");
   for (size_t o = 0; o < step.operands.size(); ++o) {
     const Slot &s = exe.slots[static_cast<size_t>(step.operands[o])];
-    if (s.device != r.device || !rt.owns(r.device, operands[o], s.type.byteSize()))
+    if (s.device != r.device ||
+        (!s.external && !rt.owns(r.device, operands[o], s.type.byteSize())))
       return notOwned("operand " + std::to_string(o) + " %" + s.name);
   }
   return Status();
@@ -318,8 +344,7 @@ Expected<Session> Session::create(Executable exe, Options options) {
 
 Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,
                                  const RunOptions &options) const {
-  return catchOutOfMemory([&] { return "running '" + state_->exe.name + "'"; },
-                          [&] { return runOnce(inputs, options); });
+  return run(inputs, {}, options);
 }
 
 Expected<Session> Session::make(Executable exe, Options options) {
@@ -370,6 +395,9 @@ Expected<Session> Session::make(Executable exe, Options options) {
   for (const Workspace &w : plan.workspaces) st->workspaceBytes += w.bytes;
   st->inputSlot.reserve(plan.inputs.size());
   for (int32_t s : plan.inputs) st->inputSlot.emplace(plan.slots[static_cast<size_t>(s)].name, s);
+  st->outputIndex.reserve(plan.outputs.size());
+  for (size_t i = 0; i < plan.outputs.size(); ++i)
+    st->outputIndex.emplace(plan.slots[static_cast<size_t>(plan.outputs[i])].name, i);
 
   // Kernels: each step's plan prepared once by its device's runtime.
   size_t args = 0;
@@ -385,11 +413,46 @@ Expected<Session> Session::make(Executable exe, Options options) {
     st->kernels.push_back(std::move(*kernel));
   }
   st->argStart.push_back(args);
+  FERRY_TRY(st->findExternalUses());
 
   st->held.assign(plan.slots.size(), nullptr);
   FERRY_TRY(st->uploadWeights());
   FERRY_TRY(st->load());
   return Session(std::move(st));
+}
+
+// The external slots (the caller's memory) and where each one's pointer goes in a workspace's
+// tables. Their devices' runtimes must be able to use host memory in place.
+Status Session::State::findExternalUses() {
+  externalOf.assign(exe.slots.size(), -1);
+  for (size_t s = 0; s < exe.slots.size(); ++s) {
+    if (!exe.slots[s].external) continue;
+    const DeviceRuntime &rt = *runtimeOfSlot[s];
+    if (!rt.hostAccessible())
+      return makeError("device", "the executable '" + exe.name + "' keeps %" + exe.slots[s].name +
+                                     " in the caller's memory on " + exe.slots[s].device.str() +
+                                     ", but that device's runtime cannot use host memory in place");
+    externalOf[s] = static_cast<int32_t>(externals.size());
+    externals.push_back(static_cast<int32_t>(s));
+  }
+  // Counted, then filled: uses[useStart[e] ..) for each external slot e.
+  useStart.assign(externals.size() + 1, 0);
+  auto each = [&](auto &&visit) {
+    for (size_t i = 0; i < exe.steps.size(); ++i) {
+      const Step &step = exe.steps[i];
+      for (size_t o = 0; o < step.operands.size(); ++o)
+        if (const int32_t e = externalOf[static_cast<size_t>(step.operands[o])]; e >= 0)
+          visit(static_cast<size_t>(e), static_cast<int64_t>(argStart[i] + o));
+      if (const int32_t e = externalOf[static_cast<size_t>(step.result)]; e >= 0)
+        visit(static_cast<size_t>(e), ~static_cast<int64_t>(i));
+    }
+  };
+  each([&](size_t e, int64_t) { ++useStart[e + 1]; });
+  for (size_t e = 0; e < externals.size(); ++e) useStart[e + 1] += useStart[e];
+  uses.resize(useStart.back());
+  std::vector<size_t> next(useStart.begin(), useStart.end() - 1);
+  each([&](size_t e, int64_t use) { uses[next[e]++] = use; });
+  return Status();
 }
 
 Expected<std::unique_ptr<PreparedKernel>> Session::State::prepare(const Step &step,
@@ -504,8 +567,14 @@ Status Session::State::load() {
   return Status();
 }
 
-Status Session::State::checkInputs(const std::vector<NamedTensor> &given,
-                                   std::vector<const Tensor *> &bySlot, RunStats &stats) const {
+// Every problem with the given inputs and outputs, reported together: unknown or repeated names,
+// wrong dtypes, shapes and devices, missing inputs, outputs that cannot be written (a read-only
+// view) or that share memory with an input or another output.
+Status Session::State::checkArguments(const std::vector<NamedTensor> &given,
+                                      const std::vector<NamedTensor> &givenOutputs,
+                                      bool outputsOnDevice, std::vector<const Tensor *> &bySlot,
+                                      std::vector<const Tensor *> &outputs,
+                                      RunStats &stats) const {
   DiagnosticEngine diags;
   for (const NamedTensor &in : given) {
     const auto found = inputSlot.find(in.name);
@@ -556,10 +625,141 @@ Status Session::State::checkInputs(const std::vector<NamedTensor> &given,
     diags.error("input", {},
                 (missing.size() == 1 ? "input " : "inputs ") + names(exe, missing) +
                     (missing.size() == 1 ? " is" : " are") + " missing");
+
+  for (const NamedTensor &out : givenOutputs) {
+    const auto found = outputIndex.find(out.name);
+    if (found == outputIndex.end()) {
+      diags.error("output", {},
+                  "unknown output '" + out.name + "': the model's outputs are " +
+                      names(exe, exe.outputs, kInputsListed));
+      continue;
+    }
+    const size_t i = found->second;
+    const Slot &s = exe.slots[static_cast<size_t>(exe.outputs[i])];
+    if (outputs[i]) {
+      diags.error("output", {}, "output '" + out.name + "' is given twice");
+      continue;
+    }
+    outputs[i] = &out.tensor;
+    const Tensor &t = out.tensor;
+    if (t.dtype() != s.type.dtype || t.shape() != s.type.shape)
+      diags.error("output", {},
+                  "the tensor given for output '" + out.name + "' is " + t.type().str() +
+                      ", but the output is " + s.type.str());
+    const Device returned = outputsOnDevice ? s.device : Device::cpu();
+    if (t.device() != returned)
+      diags.error("output", {},
+                  "the tensor given for output '" + out.name + "' is on " + t.device().str() +
+                      ", but the output is returned on " + returned.str() +
+                      (outputsOnDevice ? " (outputsOnDevice)" : ""));
+    if (t.data().isView())
+      diags
+          .error("output", {},
+                 "the tensor given for output '" + out.name +
+                     "' is a read-only view of bytes it does not own (a mapped file's)")
+          .fix("give a tensor with storage of its own (clone() it once, before the runs)");
+  }
+  // No given output may share a byte with an input or another given output: a kernel would read
+  // what it writes. Sorted by start, a range overlaps another iff it starts before the furthest
+  // end so far: O(n log n).
+  if (!givenOutputs.empty()) {
+    struct Range {
+      const std::byte *begin, *end;
+      const std::string *name;
+      bool output;
+    };
+    std::vector<Range> ranges;
+    for (const NamedTensor &in : given)
+      if (in.tensor.byteSize() > 0)
+        ranges.push_back({in.tensor.bytes().data(),
+                          in.tensor.bytes().data() + in.tensor.byteSize(), &in.name, false});
+    for (size_t i = 0; i < outputs.size(); ++i)  // each output once, by the model's name
+      if (outputs[i] && outputs[i]->byteSize() > 0)
+        ranges.push_back({outputs[i]->bytes().data(),
+                          outputs[i]->bytes().data() + outputs[i]->byteSize(),
+                          &exe.slots[static_cast<size_t>(exe.outputs[i])].name, true});
+    std::sort(ranges.begin(), ranges.end(), [](const Range &a, const Range &b) {
+      return std::less<const std::byte *>()(a.begin, b.begin);
+    });
+    const Range *furthest = nullptr;
+    for (const Range &r : ranges) {
+      if (furthest && std::less<const std::byte *>()(r.begin, furthest->end) &&
+          (r.output || furthest->output)) {
+        const Range &out = r.output ? r : *furthest, &other = r.output ? *furthest : r;
+        diags
+            .error("output", {},
+                   "the tensor given for output '" + *out.name + "' shares memory with " +
+                       (other.output ? "output '" : "input '") + *other.name + "'")
+            .fix("give each output storage of its own");
+      }
+      if (!furthest || std::less<const std::byte *>()(furthest->end, r.end)) furthest = &r;
+    }
+  }
   return diags.hasErrors() ? Status(diags.take()) : Status();
 }
 
+// External slot `e` of this run reads or writes the caller's `host` bytes in place, when its
+// device's runtime can use them so.
+bool Session::State::lend(Workspace &ws, size_t e, const std::byte *host) const {
+  const int32_t slot = externals[e];
+  const Slot &s = exe.slots[static_cast<size_t>(slot)];
+  std::byte *p = runtimeOfSlot[static_cast<size_t>(slot)]->borrowHost(s.device, host,
+                                                                      s.type.byteSize());
+  if (!p) return false;
+  ws.bound[e] = p;
+  ws.how[e] = Bound::Lent;
+  return true;
+}
+
+// External slot `e` of this run in memory of its own on its device, holding a copy of `host`'s
+// `bytes` when `host` is set: an input moved from another device or not aligned as kernels read,
+// or an output whose buffer the runtime could not use in place (copied out after the run).
+Status Session::State::bindCopy(Workspace &ws, size_t e, const std::byte *host,
+                                size_t bytes) const {
+  const int32_t slot = externals[e];
+  const Slot &s = exe.slots[static_cast<size_t>(slot)];
+  DeviceRuntime &rt = *runtimeOfSlot[static_cast<size_t>(slot)];
+  Expected<std::byte *> p = rt.allocate(s.device, s.type.byteSize());
+  if (!p) return p.status();
+  ws.bound[e] = *p;
+  ws.how[e] = Bound::Allocated;
+  if (!host) return Status();
+  return rt.upload(host, s.device, *p, bytes, Stream{nullptr, s.device});
+}
+
+// Each external slot's memory of this run, written where the steps find it.
+void Session::State::patchTables(Workspace &ws) const {
+  for (size_t e = 0; e < externals.size(); ++e)
+    for (size_t u = useStart[e]; u < useStart[e + 1]; ++u) {
+      const int64_t use = uses[u];
+      if (use >= 0)
+        ws.operands[static_cast<size_t>(use)] = ws.bound[e];
+      else
+        ws.results[static_cast<size_t>(~use)] = ws.bound[e];
+    }
+}
+
+// Gives back what the run lent or allocated for its external slots.
+void Session::State::unbind(Workspace &ws) const {
+  for (size_t e = 0; e < externals.size(); ++e) {
+    if (ws.how[e] != Bound::None) {
+      const Device d = exe.slots[static_cast<size_t>(externals[e])].device;
+      runtimeOfSlot[static_cast<size_t>(externals[e])]->release(d, ws.bound[e]);
+    }
+    ws.bound[e] = nullptr;
+    ws.how[e] = Bound::None;
+  }
+}
+
+Expected<RunResult> Session::run(const std::vector<NamedTensor> &inputs,
+                                 const std::vector<NamedTensor> &outputs,
+                                 const RunOptions &options) const {
+  return catchOutOfMemory([&] { return "running '" + state_->exe.name + "'"; },
+                          [&] { return runOnce(inputs, outputs, options); });
+}
+
 Expected<RunResult> Session::runOnce(const std::vector<NamedTensor> &inputs,
+                                     const std::vector<NamedTensor> &givenOutputs,
                                      const RunOptions &runOptions) const {
   const State &st = *state_;
   const Executable &exe = st.exe;
@@ -568,7 +768,11 @@ Expected<RunResult> Session::runOnce(const std::vector<NamedTensor> &inputs,
   result.outputs.reserve(exe.outputs.size());
   RunStats &stats = result.stats;
   std::vector<const Tensor *> bySlot(exe.slots.size(), nullptr);
-  if (Status s = st.checkInputs(inputs, bySlot, stats); !s.ok()) return s;
+  std::vector<const Tensor *> given(exe.outputs.size(), nullptr);
+  if (Status s = st.checkArguments(inputs, givenOutputs, runOptions.outputsOnDevice, bySlot,
+                                   given, stats);
+      !s.ok())
+    return s;
 
   Expected<State::Workspace *> acquired = st.acquire();
   if (!acquired) return acquired.status();
@@ -577,6 +781,7 @@ Expected<RunResult> Session::runOnce(const std::vector<NamedTensor> &inputs,
     const State &st;
     State::Workspace *ws;
     ~GiveBack() {
+      st.unbind(*ws);
       std::lock_guard<std::mutex> lock(st.poolMutex);
       st.idle.push_back(ws);
     }
@@ -588,17 +793,54 @@ Expected<RunResult> Session::runOnce(const std::vector<NamedTensor> &inputs,
   int64_t copiedBytes = 0;
   const Clock::time_point inputCopy = Clock::now();
   stats.inputCopyStart = seconds(start, inputCopy);
+  // Inputs: read where the caller's tensor is (external slots), else copied into the workspace;
+  // an input moved to another device is a copy either way.
   for (int32_t slot : exe.inputs) {
     const Tensor &t = *bySlot[static_cast<size_t>(slot)];
     const Slot &s = exe.slots[static_cast<size_t>(slot)];
-    FERRY_TRY(st.runtimeOfSlot[static_cast<size_t>(slot)]->upload(
-        t.bytes().data(), s.device, st.address(ws, slot), t.byteSize(), st.streamOf(ws, slot)));
-    if (t.device() != s.device) {
+    const bool moved = t.device() != s.device;
+    if (moved) {
       ++copies;
       copiedBytes += static_cast<int64_t>(t.byteSize());
     }
+    const int32_t e = st.externalOf[static_cast<size_t>(slot)];
+    if (e >= 0 && !moved && st.lend(ws, static_cast<size_t>(e), t.bytes().data())) continue;
+    stats.inputCopyBytes += static_cast<int64_t>(t.byteSize());
+    if (e >= 0) {
+      FERRY_TRY(st.bindCopy(ws, static_cast<size_t>(e), t.bytes().data(), t.byteSize()));
+      continue;
+    }
+    FERRY_TRY(st.runtimeOfSlot[static_cast<size_t>(slot)]->upload(
+        t.bytes().data(), s.device, st.address(ws, slot), t.byteSize(), st.streamOf(ws, slot)));
   }
   stats.inputCopySeconds = secondsSince(inputCopy);
+
+  // Outputs: the caller's tensors, or made for this run (its bytes all written by the run), and
+  // an external slot's step writes them in place.
+  for (size_t i = 0; i < exe.outputs.size(); ++i) {
+    const int32_t slot = exe.outputs[i];
+    const Slot &s = exe.slots[static_cast<size_t>(slot)];
+    if (given[i]) {
+      result.outputs.push_back({s.name, *given[i]});
+    } else {
+      try {
+        result.outputs.push_back({s.name, Tensor(TensorData::forOverwrite(s.type.dtype,
+                                                                          s.type.shape),
+                                                 runOptions.outputsOnDevice ? s.device
+                                                                            : Device::cpu())});
+      } catch (const std::bad_alloc &) {
+        // The session stays usable: this run's workspace goes back to the pool as it returns.
+        return TensorData::outOfMemory(s.type,
+                                       "run of '" + exe.name + "': output '" + s.name + "'");
+      }
+    }
+    const int32_t e = st.externalOf[static_cast<size_t>(slot)];
+    if (e < 0 || ws.how[static_cast<size_t>(e)] != State::Bound::None) continue;
+    if (!st.lend(ws, static_cast<size_t>(e),
+                 result.outputs.back().tensor.data().mutableBytes().data()))
+      FERRY_TRY(st.bindCopy(ws, static_cast<size_t>(e), nullptr, 0));
+  }
+  st.patchTables(ws);
 
   if (runOptions.profile) {
     stats.stepSeconds.resize(exe.steps.size());
@@ -644,21 +886,18 @@ Expected<RunResult> Session::runOnce(const std::vector<NamedTensor> &inputs,
                                      std::to_string(stats.inputMoves) + " inputs were moved (" +
                                      std::to_string(stats.inputMoveBytes) + " bytes)");
 
-  for (int32_t slot : exe.outputs) {
+  // Outputs written in place are done; the others (in the workspace, an input, a weight, a
+  // second output of one value, memory the runtime could not lend) are copied out.
+  for (size_t i = 0; i < exe.outputs.size(); ++i) {
+    const int32_t slot = exe.outputs[i];
     const Slot &s = exe.slots[static_cast<size_t>(slot)];
-    std::optional<TensorData> made;
-    try {
-      made.emplace(s.type.dtype, s.type.shape);
-    } catch (const std::bad_alloc &) {
-      // The session stays usable: this run's workspace goes back to the pool as it returns.
-      return TensorData::outOfMemory(s.type, "run of '" + exe.name + "': output '" + s.name + "'");
+    std::byte *to = result.outputs[i].tensor.data().mutableBytes().data();
+    const std::byte *from = st.address(ws, slot);
+    if (from != to) {
+      FERRY_TRY(st.runtimeOfSlot[static_cast<size_t>(slot)]->download(
+          s.device, from, to, s.type.byteSize(), Stream{nullptr, s.device}));
+      stats.outputCopyBytes += static_cast<int64_t>(s.type.byteSize());
     }
-    TensorData data = std::move(*made);
-    FERRY_TRY(st.runtimeOfSlot[static_cast<size_t>(slot)]->download(
-        s.device, st.address(ws, slot), data.mutableBytes().data(), data.byteSize(),
-        Stream{nullptr, s.device}));
-    result.outputs.push_back(
-        {s.name, Tensor(std::move(data), runOptions.outputsOnDevice ? s.device : Device::cpu())});
   }
   stats.seconds = secondsSince(start);
   return result;

@@ -16,9 +16,13 @@
 // Memory: a weight is read where the executable holds it when its device's runtime can read host
 // memory in place (the CPU's: a loaded file's mapping, a parsed param), else it lives in a
 // per-device allocation made once; every run in flight takes a workspace (one allocation per
-// device, laid out by the executable's memory plan, activations and kernel scratch together) from a pool and gives it back, so concurrent runs never share
-// activations and a steady stream of runs allocates nothing new. Each workspace carries its
-// streams and the pointer table of every step (operands, result, scratch), computed once.
+// device, laid out by the executable's memory plan, activations and kernel scratch together)
+// from a pool and gives it back, so concurrent runs never share activations and a steady stream
+// of runs allocates nothing new. Each workspace carries its streams and the pointer table of
+// every step (operands, result, scratch), computed once. Inputs and outputs on the CPU are the
+// caller's memory (Slot::external): a run writes the caller's input pointers and the output
+// buffers (the caller's own, or made for the run) into the workspace's tables, so that the
+// kernels read the inputs and write the outputs in place, and nothing is copied in or out.
 //
 // Devices: one device runtime per device kind the executable uses, made from a registry
 // (backends/registry.h; this build's by default) and used only through the DeviceRuntime
@@ -70,11 +74,16 @@ struct RunStats {
   /// Per step, in the same order: when it started, in seconds since the run started. Steps run
   /// one after another, so stepStarts[i] + stepSeconds[i] <= stepStarts[i + 1].
   std::vector<double> stepStarts;
-  /// Copying the inputs into the workspace (the input moves among them), after the input checks
-  /// and before the first step: when it started, in seconds since the run started, and how long
-  /// it took.
+  /// Making the inputs ready, after the input checks and before the first step (reading each in
+  /// place, or copying it into the workspace; the input moves among them): when it started, in
+  /// seconds since the run started, and how long it took.
   double inputCopyStart = 0;
   double inputCopySeconds = 0;
+  /// Bytes copied into the workspace for the inputs, and out of it for the outputs. Both 0 on
+  /// the CPU when every input is read in place (on its planned device, 64-byte aligned, as a
+  /// Tensor's own storage is) and every output written where the caller receives it.
+  int64_t inputCopyBytes = 0;
+  int64_t outputCopyBytes = 0;
   /// Copies between devices, as the session counted them where it issued them: the plan's
   /// transfers and the input moves (never the load-time copies: Session::loadStats()).
   int transfers = 0;
@@ -137,6 +146,17 @@ class Session {
   Expected<RunResult> run(const std::vector<NamedTensor> &inputs) const {
     return run(inputs, RunOptions{});
   }
+  /// Runs once, writing each output named in `outputs` into the tensor given there (I/O
+  /// binding): a loop of runs into the same tensors allocates no output and touches no fresh
+  /// page. A given tensor must have its output's dtype and shape, be on the device the output is
+  /// returned on (the host; with outputsOnDevice, the device computing it), hold storage of its
+  /// own (not a read-only view of a mapped file) and share no byte with an input or another
+  /// given output; every problem is reported at once, with the inputs'. Outputs not named are
+  /// allocated as run() allocates them. RunResult::outputs lists every output in order, the
+  /// given ones sharing the caller's storage. A run that fails may have written some of them.
+  Expected<RunResult> run(const std::vector<NamedTensor> &inputs,
+                          const std::vector<NamedTensor> &outputs,
+                          const RunOptions &options) const;
 
   const Executable &executable() const;
   /// What create() did once: the load steps and the copies they made.
@@ -153,6 +173,7 @@ class Session {
   // create() and run() without their catch of std::bad_alloc.
   static Expected<Session> make(Executable exe, Options options);
   Expected<RunResult> runOnce(const std::vector<NamedTensor> &inputs,
+                              const std::vector<NamedTensor> &outputs,
                               const RunOptions &options) const;
   std::unique_ptr<State> state_;
 };

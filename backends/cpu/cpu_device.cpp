@@ -69,6 +69,9 @@ Expected<std::byte *> CpuDevice::allocate(Device device, size_t bytes) {
 std::byte *CpuDevice::borrowHost(Device device, const std::byte *host, size_t bytes) {
   Arena &a = arena(device);
   if (reinterpret_cast<uintptr_t>(host) % static_cast<size_t>(kAlignment) != 0) return nullptr;
+  // Recorded only for owns(), which checked runs alone read: unchecked, a run that lends its
+  // inputs and outputs in place takes no lock and allocates nothing for them.
+  if (!options_.checkOwnership) return const_cast<std::byte *>(host);
   std::lock_guard lock(a.mutex);
   // The same bytes lent again (two slots of one weight) share one block.
   auto [it, fresh] = a.blocks.try_emplace(host, Block{bytes, 0});
@@ -85,6 +88,7 @@ void CpuDevice::release(Device device, std::byte *data) {
   {
     std::lock_guard lock(a.mutex);
     auto it = a.blocks.find(data);
+    if (it == a.blocks.end() && !options_.checkOwnership) return;  // an unrecorded borrow
     FERRY_CHECK(it != a.blocks.end()) << "release of " << static_cast<const void *>(data)
                                       << ", not an allocation of " << device.str();
     if (it->second.borrows > 0) {  // host memory someone else frees

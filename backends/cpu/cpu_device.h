@@ -42,7 +42,8 @@ class CpuDevice final : public DeviceRuntime {
   Expected<std::byte *> allocate(Device device, size_t bytes) override;
   void release(Device device, std::byte *data) override;
   bool hostAccessible() const override { return true; }
-  /// `host` itself when it is 64-byte aligned (as allocate()'s memory is), else null.
+  /// `host` itself when it is 64-byte aligned (as allocate()'s memory is), else null. Recorded
+  /// (for owns()) only with checkOwnership.
   std::byte *borrowHost(Device device, const std::byte *host, size_t bytes) override;
   bool owns(Device device, const std::byte *data, size_t bytes) const override;
   Status copy(Device from, const std::byte *source, Device to, std::byte *destination,

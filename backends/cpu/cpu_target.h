@@ -15,6 +15,8 @@ class CpuTarget final : public Target {
   KernelCapability capability(OpKind op, DType dtype) const override;
   /// Elementwise chains and GemmLike anchors with their epilogues (backends/cpu/fused.cpp).
   bool fuses() const override { return true; }
+  /// Inputs read and outputs written in the caller's tensors.
+  bool hostMemory() const override { return true; }
   Expected<KernelPlan> lower(const StepSpec &step) const override;
 };
 

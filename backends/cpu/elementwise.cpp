@@ -58,43 +58,43 @@ template <class C> using ConstArray = Eigen::Map<const Eigen::Array<C, Eigen::Dy
 // this AVX-512 machine (16M f32 through this kernel, 2 threads: gelu_erf 3.7x, gelu_tanh 1.2x,
 // tanh 1.25x; erf 8x in one thread: bench/README.md), and these kernels are the speed baseline
 // of the unfused ops. One line each to switch (vmathBlock below).
-template <class C> void geluTanh(C *x, int64_t n) {
-  Array<C> a(x, n);
+template <class C> void geluTanh(C *y, const C *x, int64_t n) {
+  ConstArray<C> a(x, n);
   const C k0 = C(std::sqrt(2.0 / std::numbers::pi));
-  a = C(0.5) * a * (C(1) + (k0 * (a + C(0.044715) * a * a * a)).tanh());
+  Array<C>(y, n) = C(0.5) * a * (C(1) + (k0 * (a + C(0.044715) * a * a * a)).tanh());
 }
 
-template <class C> void geluErf(C *x, int64_t n) {
-  Array<C> a(x, n);
-  a = C(0.5) * a * (C(1) + (a * C(1.0 / std::numbers::sqrt2)).erf());
+template <class C> void geluErf(C *y, const C *x, int64_t n) {
+  ConstArray<C> a(x, n);
+  Array<C>(y, n) = C(0.5) * a * (C(1) + (a * C(1.0 / std::numbers::sqrt2)).erf());
 }
 
 // A vmath function (backends/cpu/vmath.h: SLEEF and our own kernels, vectorised for the CPU's
-// widest ISA, a few ulp) over a block in place, for the compute type C: exp, log, sigmoid and
-// silu 1.2-3x faster than Eigen's, sqrt and rsqrt exact.
-template <class C, auto F32, auto F64> void vmathBlock(C *x, int64_t n) {
+// widest ISA, a few ulp) over a block, for the compute type C: exp, log, sigmoid and silu
+// 1.2-3x faster than Eigen's, sqrt and rsqrt exact.
+template <class C, auto F32, auto F64> void vmathBlock(C *y, const C *x, int64_t n) {
   if constexpr (std::is_same_v<C, float>)
-    F32(x, x, n);
+    F32(x, y, n);
   else
-    F64(x, x, n);
+    F64(x, y, n);
 }
 
 // The block function of a float unary op; nullptr for an op that is not one.
 template <class C> UnaryFn<C> floatUnary(OpKind k, bool tanhGelu) {
   switch (k) {
-    case OpKind::Neg: return [](C *x, int64_t n) { Array<C>(x, n) = -Array<C>(x, n); };
-    case OpKind::Abs: return [](C *x, int64_t n) { Array<C>(x, n) = Array<C>(x, n).abs(); };
+    case OpKind::Neg: return [](C *y, const C *x, int64_t n) { Array<C>(y, n) = -ConstArray<C>(x, n); };
+    case OpKind::Abs: return [](C *y, const C *x, int64_t n) { Array<C>(y, n) = ConstArray<C>(x, n).abs(); };
     case OpKind::Exp: return vmathBlock<C, expF32, expF64>;
     case OpKind::Log: return vmathBlock<C, logF32, logF64>;
     case OpKind::Sqrt: return vmathBlock<C, sqrtF32, sqrtF64>;
     case OpKind::Rsqrt: return vmathBlock<C, rsqrtF32, rsqrtF64>;
-    case OpKind::Tanh: return [](C *x, int64_t n) { Array<C>(x, n) = Array<C>(x, n).tanh(); };
+    case OpKind::Tanh: return [](C *y, const C *x, int64_t n) { Array<C>(y, n) = ConstArray<C>(x, n).tanh(); };
     case OpKind::Sigmoid: return vmathBlock<C, sigmoidF32, sigmoidF64>;
     case OpKind::Relu:  // NaN stays; `|`, not `||`, and no Eigen select: this vectorises
-      return [](C *x, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) x[i] = (x[i] > C(0)) | (x[i] != x[i]) ? x[i] : C(0);
+      return [](C *y, const C *x, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y[i] = (x[i] > C(0)) | (x[i] != x[i]) ? x[i] : C(0);
       };
-    case OpKind::Erf: return [](C *x, int64_t n) { Array<C>(x, n) = Array<C>(x, n).erf(); };
+    case OpKind::Erf: return [](C *y, const C *x, int64_t n) { Array<C>(y, n) = ConstArray<C>(x, n).erf(); };
     case OpKind::Silu: return vmathBlock<C, siluF32, siluF64>;
     case OpKind::Gelu: return tanhGelu ? geluTanh<C> : geluErf<C>;
     default: return nullptr;
@@ -105,17 +105,17 @@ template <class C> UnaryFn<C> floatUnary(OpKind k, bool tanhGelu) {
 UnaryFn<int64_t> intUnary(OpKind k) {
   switch (k) {
     case OpKind::Neg:
-      return [](int64_t *x, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) x[i] = static_cast<int64_t>(0 - static_cast<uint64_t>(x[i]));
+      return [](int64_t *y, const int64_t *x, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y[i] = static_cast<int64_t>(0 - static_cast<uint64_t>(x[i]));
       };
     case OpKind::Abs:
-      return [](int64_t *x, int64_t n) {
+      return [](int64_t *y, const int64_t *x, int64_t n) {
         for (int64_t i = 0; i < n; ++i)
-          x[i] = x[i] < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x[i])) : x[i];
+          y[i] = x[i] < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x[i])) : x[i];
       };
     case OpKind::Relu:
-      return [](int64_t *x, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) x[i] = x[i] > 0 ? x[i] : 0;
+      return [](int64_t *y, const int64_t *x, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0;
       };
     default: return nullptr;
   }
@@ -132,25 +132,37 @@ template <class C> UnaryFn<C> unaryFn(OpKind k, bool tanhGelu) {
 // vectorise, where Eigen 3.4's select does not.
 template <class C> BinaryFn<C> floatBinary(OpKind k) {
   switch (k) {
-    case OpKind::Add: return [](C *x, const C *y, int64_t n) { Array<C>(x, n) += ConstArray<C>(y, n); };
-    case OpKind::Sub: return [](C *x, const C *y, int64_t n) { Array<C>(x, n) -= ConstArray<C>(y, n); };
-    case OpKind::Mul: return [](C *x, const C *y, int64_t n) { Array<C>(x, n) *= ConstArray<C>(y, n); };
-    case OpKind::Div: return [](C *x, const C *y, int64_t n) { Array<C>(x, n) /= ConstArray<C>(y, n); };
+    case OpKind::Add:
+      return [](C *z, const C *x, const C *y, int64_t n) {
+        Array<C>(z, n) = ConstArray<C>(x, n) + ConstArray<C>(y, n);
+      };
+    case OpKind::Sub:
+      return [](C *z, const C *x, const C *y, int64_t n) {
+        Array<C>(z, n) = ConstArray<C>(x, n) - ConstArray<C>(y, n);
+      };
+    case OpKind::Mul:
+      return [](C *z, const C *x, const C *y, int64_t n) {
+        Array<C>(z, n) = ConstArray<C>(x, n) * ConstArray<C>(y, n);
+      };
+    case OpKind::Div:
+      return [](C *z, const C *x, const C *y, int64_t n) {
+        Array<C>(z, n) = ConstArray<C>(x, n) / ConstArray<C>(y, n);
+      };
     case OpKind::Pow:
-      return [](C *x, const C *y, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) x[i] = std::pow(x[i], y[i]);
+      return [](C *z, const C *x, const C *y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) z[i] = std::pow(x[i], y[i]);
       };
     case OpKind::Maximum:
-      return [](C *x, const C *y, int64_t n) {
+      return [](C *z, const C *x, const C *y, int64_t n) {
         const C nan = std::numeric_limits<C>::quiet_NaN();
         for (int64_t i = 0; i < n; ++i)
-          x[i] = (x[i] != x[i]) | (y[i] != y[i]) ? nan : x[i] > y[i] ? x[i] : y[i];
+          z[i] = (x[i] != x[i]) | (y[i] != y[i]) ? nan : x[i] > y[i] ? x[i] : y[i];
       };
     case OpKind::Minimum:
-      return [](C *x, const C *y, int64_t n) {
+      return [](C *z, const C *x, const C *y, int64_t n) {
         const C nan = std::numeric_limits<C>::quiet_NaN();
         for (int64_t i = 0; i < n; ++i)
-          x[i] = (x[i] != x[i]) | (y[i] != y[i]) ? nan : x[i] < y[i] ? x[i] : y[i];
+          z[i] = (x[i] != x[i]) | (y[i] != y[i]) ? nan : x[i] < y[i] ? x[i] : y[i];
       };
     default: return nullptr;
   }
@@ -165,9 +177,9 @@ int64_t powInt(int64_t x, int64_t y) {
   return static_cast<int64_t>(std::trunc(p));
 }
 
-// Calls out[i] = f(x[i], y[i]) over a block.
-template <class F> void eachPair(int64_t *x, const int64_t *y, int64_t n, F f) {
-  for (int64_t i = 0; i < n; ++i) x[i] = f(x[i], y[i]);
+// Calls z[i] = f(x[i], y[i]) over a block.
+template <class F> void eachPair(int64_t *z, const int64_t *x, const int64_t *y, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) z[i] = f(x[i], y[i]);
 }
 
 BinaryFn<int64_t> intBinary(OpKind k) {
@@ -175,16 +187,16 @@ BinaryFn<int64_t> intBinary(OpKind k) {
   using U = uint64_t;
   switch (k) {
     case OpKind::Add:
-      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return I(U(a) + U(b)); }); };
+      return [](I *z, const I *x, const I *y, I n) { eachPair(z, x, y, n, [](I a, I b) { return I(U(a) + U(b)); }); };
     case OpKind::Sub:
-      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return I(U(a) - U(b)); }); };
+      return [](I *z, const I *x, const I *y, I n) { eachPair(z, x, y, n, [](I a, I b) { return I(U(a) - U(b)); }); };
     case OpKind::Mul:
-      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return I(U(a) * U(b)); }); };
+      return [](I *z, const I *x, const I *y, I n) { eachPair(z, x, y, n, [](I a, I b) { return I(U(a) * U(b)); }); };
     case OpKind::Maximum:
-      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return std::max(a, b); }); };
+      return [](I *z, const I *x, const I *y, I n) { eachPair(z, x, y, n, [](I a, I b) { return std::max(a, b); }); };
     case OpKind::Minimum:
-      return [](I *x, const I *y, I n) { eachPair(x, y, n, [](I a, I b) { return std::min(a, b); }); };
-    case OpKind::Pow: return [](I *x, const I *y, I n) { eachPair(x, y, n, powInt); };
+      return [](I *z, const I *x, const I *y, I n) { eachPair(z, x, y, n, [](I a, I b) { return std::min(a, b); }); };
+    case OpKind::Pow: return [](I *z, const I *x, const I *y, I n) { eachPair(z, x, y, n, powInt); };
     default: return nullptr;
   }
 }
@@ -216,6 +228,18 @@ template <class C> CompareFn<C> compareFn(OpKind k) {
 
 // ---- Launches: one per storage type, the op's block function passed in --------------------
 
+// An operand's next block in compute type: where it lies when it is stored as computed and has
+// the result's shape (`dense`), else gathered into `buffer`.
+template <class S, class C>
+const C *operandBlock(const TensorView &v, bool dense, Cursor &cursor, int64_t at, int64_t m,
+                      C *buffer) {
+  if constexpr (std::is_same_v<S, C>)
+    if (dense) return reinterpret_cast<const C *>(v.data) + at;
+  gather<S, C>(v, cursor, buffer, m);
+  return buffer;
+}
+
+// Unary ops keep the shape: the operand is dense.
 template <class S, class Fn>
 void unaryLaunch(const KernelCall &call, const Walk &wx, Fn fn, bool isBool) {
   using C = ComputeOf<S>;
@@ -226,8 +250,7 @@ void unaryLaunch(const KernelCall &call, const Walk &wx, Fn fn, bool isBool) {
     for (int64_t at = begin; at < end; at += kBlock) {
       const int64_t m = std::min(kBlock, end - at);
       C *a = resultBlock<S>(r, at, buffer);
-      gather<S, C>(x, cursor, a, m);
-      fn(a, m);
+      fn(a, operandBlock<S, C>(x, true, cursor, at, m, buffer), m);
       if (a == buffer) storeBlock<S>(buffer, r, at, m, isBool);
     }
   });
@@ -238,15 +261,15 @@ void binaryLaunch(const KernelCall &call, const Walk &wx, const Walk &wy,
                   BinaryFn<ComputeOf<S>> fn, bool isBool) {
   using C = ComputeOf<S>;
   const TensorView &x = call.operands[0], &y = call.operands[1], &r = call.result;
+  const bool denseX = x.type->shape == r.type->shape, denseY = y.type->shape == r.type->shape;
   forChunks(r.type->numel(), [&](int64_t begin, int64_t end) {
     C buffer[kBlock], b[kBlock];
     Cursor cx(wx, begin), cy(wy, begin);
     for (int64_t at = begin; at < end; at += kBlock) {
       const int64_t m = std::min(kBlock, end - at);
       C *a = resultBlock<S>(r, at, buffer);
-      gather<S, C>(x, cx, a, m);
-      gather<S, C>(y, cy, b, m);
-      fn(a, b, m);
+      fn(a, operandBlock<S, C>(x, denseX, cx, at, m, buffer),
+         operandBlock<S, C>(y, denseY, cy, at, m, b), m);
       if (a == buffer) storeBlock<S>(buffer, r, at, m, isBool);
     }
   });
@@ -333,8 +356,8 @@ Expected<std::unique_ptr<Kernel>> prepareUnary(const StepSpec &step) {
       if constexpr (std::is_same_v<C, int64_t>) {
         return noKernel(step, t);
       } else {
-        const auto leaky = [a = static_cast<C>(alpha)](C *x, int64_t n) {
-          for (int64_t i = 0; i < n; ++i) x[i] = x[i] < C(0) ? a * x[i] : x[i];
+        const auto leaky = [a = static_cast<C>(alpha)](C *y, const C *x, int64_t n) {
+          for (int64_t i = 0; i < n; ++i) y[i] = x[i] < C(0) ? a * x[i] : x[i];
         };
         return stepKernel(step, [wx = std::move(*wx), leaky](const KernelCall &call) {
           unaryLaunch<S>(call, wx, leaky, false);

@@ -195,13 +195,16 @@ void storeBlock(const C *in, const TensorView &r, int64_t at, int64_t n, bool is
     for (int64_t j = 0; j < n; ++j) out[j] = fromCompute<S>(in[j], isBool);
 }
 
-template <class C> using UnaryFn = void (*)(C *x, int64_t n);
-template <class C> using BinaryFn = void (*)(C *x, const C *y, int64_t n);
+/// y = op(x), z = x op y over n elements; the result may be an operand's own memory (each
+/// element is read before it is written), so a block function runs in place or from where an
+/// operand lies into where the result goes, without a copy first.
+template <class C> using UnaryFn = void (*)(C *y, const C *x, int64_t n);
+template <class C> using BinaryFn = void (*)(C *z, const C *x, const C *y, int64_t n);
 template <class C> using CompareFn = void (*)(const C *x, const C *y, uint8_t *out, int64_t n);
 
-/// The block function of op `k` computing in C (float, double or int64_t): unary ops in place
-/// (gelu's tanh form when `tanhGelu`), binary ops x op= y, comparisons into bytes; nullptr for an
-/// op that has none in C. leaky_relu, which holds a number, has none here. elementwise.cpp.
+/// The block function of op `k` computing in C (float, double or int64_t): unary ops (gelu's
+/// tanh form when `tanhGelu`), binary ops, comparisons into bytes; nullptr for an op that has
+/// none in C. leaky_relu, which holds a number, has none here. elementwise.cpp.
 template <class C> UnaryFn<C> unaryBlockFn(OpKind k, bool tanhGelu);
 template <class C> BinaryFn<C> binaryBlockFn(OpKind k);
 template <class C> CompareFn<C> compareBlockFn(OpKind k);

@@ -11,8 +11,11 @@
 // the step's plan, writing the result's memory when it has the result's dtype, else planned
 // scratch. Then, over blocks of the output split on the pool (each block at a multiple of kBlock,
 // so any split gives the same bytes), every operand the elementwise micro-ops read is gathered
-// (following broadcasting; a dense operand in compute type is read where it is), the
-// instructions run, and the last register is stored in the result's dtype.
+// (following broadcasting; a dense operand in compute type is read where it is, a single value
+// broadcast everywhere is gathered once per chunk), the instructions run, each reading its
+// operands' registers and writing its own (no copy first), and the last register is stored in
+// the result's dtype (or the last instruction writes the result itself, when it is stored as
+// computed).
 //
 // Same numbers as the unfused kernels: each micro-op's value is rounded to its own dtype as
 // storing it would (f16/bf16 round to nearest even, integers wrap at their width, bool is 0/1),
@@ -81,14 +84,11 @@ template <class C> void narrow(C *x, int64_t m, DType t) {
   }
 }
 
-template <class C> void copyIn(C *dst, const C *src, int64_t m) {
-  if (dst != src) std::memcpy(dst, src, static_cast<size_t>(m) * sizeof(C));
-}
-
+// The block functions read their operands where they are and write the destination, which may
+// be an operand's register: no copy.
 template <class C> void runUnary(const Instr &in, std::byte *const *regs, int64_t m) {
   C *d = reg<C>(regs, in.dst);
-  copyIn(d, reg<C>(regs, in.src[0]), m);
-  reinterpret_cast<UnaryFn<C>>(in.fn)(d, m);
+  reinterpret_cast<UnaryFn<C>>(in.fn)(d, reg<C>(regs, in.src[0]), m);
   narrow(d, m, in.dtype);
 }
 
@@ -102,16 +102,7 @@ template <class C> void runLeakyRelu(const Instr &in, std::byte *const *regs, in
 
 template <class C> void runBinary(const Instr &in, std::byte *const *regs, int64_t m) {
   C *d = reg<C>(regs, in.dst);
-  const C *b = reg<C>(regs, in.src[1]);
-  if (d == b && in.src[0] != in.src[1]) {  // dst took b's register: keep b first
-    alignas(64) C keep[kBlock];
-    std::memcpy(keep, b, static_cast<size_t>(m) * sizeof(C));
-    copyIn(d, reg<C>(regs, in.src[0]), m);
-    reinterpret_cast<BinaryFn<C>>(in.fn)(d, keep, m);
-  } else {
-    copyIn(d, reg<C>(regs, in.src[0]), m);
-    reinterpret_cast<BinaryFn<C>>(in.fn)(d, b, m);
-  }
+  reinterpret_cast<BinaryFn<C>>(in.fn)(d, reg<C>(regs, in.src[0]), reg<C>(regs, in.src[1]), m);
   narrow(d, m, in.dtype);
 }
 
@@ -166,13 +157,15 @@ template <class S> void storeAs(const std::byte *in, const TensorView &r, int64_
 }
 
 // An operand the elementwise part reads: its walk over the result, its gather, its register,
-// and whether a block can be read in place (dense, stored in its compute type).
+// whether a block can be read in place (dense, stored in its compute type), and whether it is
+// one value broadcast everywhere (gathered once per chunk, never per block).
 struct Load {
   int32_t operand = -1;  // step operand index; -1: the anchor's output
   Walk walk;
   GatherFn gather = nullptr;
   int32_t reg = -1;
   bool direct = false;
+  bool invariant = false;
   size_t elementSize = 0;
 };
 
@@ -204,6 +197,10 @@ class FusedKernel final : public Kernel {
                        : TensorView{const_cast<std::byte *>(args.operands[static_cast<size_t>(load.operand)]),
                                     &operandTypes_[static_cast<size_t>(load.operand)], device_};
         new (&cursors[l]) Cursor(load.walk, begin);
+        // The first block is the chunk's longest.
+        if (load.invariant)
+          load.gather(views[l], cursors[l], regs[static_cast<size_t>(load.reg)],
+                      std::min(kBlock, end - begin));
       }
       std::array<std::byte *, kMaxRegisters> bound = regs;
       for (int64_t at = begin; at < end; at += kBlock) {
@@ -214,6 +211,7 @@ class FusedKernel final : public Kernel {
             bound[static_cast<size_t>(load.reg)] = views[l].data + static_cast<size_t>(at) * load.elementSize;
             continue;
           }
+          if (load.invariant) continue;
           bound[static_cast<size_t>(load.reg)] = regs[static_cast<size_t>(load.reg)];
           load.gather(views[l], cursors[l], regs[static_cast<size_t>(load.reg)], m);
         }
@@ -398,6 +396,7 @@ Expected<std::unique_ptr<Kernel>> prepareFused(const KernelPlan &plan, const Ste
     // output shares the result's memory when it is there: gathered, never read in place.
     load.direct = storedAsComputed(type.dtype) && type.shape == step.result.shape &&
                   !(operand < 0 && k->anchorInResult_);
+    load.invariant = !load.direct && type.numel() == 1;
     load.elementSize = dtypeSize(type.dtype);
     k->loads_.push_back(std::move(load));
     return Status();
@@ -414,9 +413,10 @@ Expected<std::unique_ptr<Kernel>> prepareFused(const KernelPlan &plan, const Ste
   if (k->loads_.size() > FusedKernel::kMaxLoads)
     return contractError(step, std::to_string(k->loads_.size()) + " operands, at most " +
                                    std::to_string(FusedKernel::kMaxLoads));
-  // Direct loads point at operand memory: their registers are never written, so never reused.
+  // Direct loads point at operand memory, invariant ones hold their value for the whole chunk:
+  // their registers are never written, so never reused.
   std::vector<bool> readOnly(static_cast<size_t>(next), false);
-  for (const Load &l : k->loads_) readOnly[static_cast<size_t>(l.reg)] = l.direct;
+  for (const Load &l : k->loads_) readOnly[static_cast<size_t>(l.reg)] = l.direct || l.invariant;
 
   for (size_t j = first; j < body.size(); ++j) {
     const MicroOp &m = body[j];

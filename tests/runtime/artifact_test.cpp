@@ -537,7 +537,7 @@ TEST(Artifact, OtherFilesAndVersionsAreNamed) {
   // An older file says what to do about it.
   std::string v2 = bytes;
   v2.replace(8, 4, le(2, 4));
-  EXPECT_TRUE(has(loadError(v2), "m.ferry: format version 2, this build reads version 5: the "
+  EXPECT_TRUE(has(loadError(v2), "m.ferry: format version 2, this build reads version 6: the "
                                  "file was written by an older ferry; compile the model again"))
       << loadError(v2);
   std::string flags = bytes;
@@ -636,7 +636,7 @@ TEST(Artifact, HostileCountsAndLengthsAreTruncations) {
   EXPECT_EQ(readLe(bytes, slotCount, 4), exe.slots.size());
   const std::string e = hostile(bytes, slotCount, le(0xffffffffu, 4));
   EXPECT_TRUE(has(e, "m.ferry: truncated at byte " + std::to_string(slotCount) +
-                         ": expected at least 124554051555 bytes for slot count 4294967295"))
+                         ": expected at least 128849018850 bytes for slot count 4294967295"))
       << e;
   // The last weight's shape grown past the end of the file.
   const TensorData &last = exe.weights.back();

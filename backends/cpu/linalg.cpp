@@ -131,9 +131,19 @@ template <class C> struct Gemm {
   int64_t ldb() const { return transB ? k : n; }
 };
 
-// One panel: rows [r0, r0 + m) and columns [c0, c0 + n) of c, through BLAS on this thread.
+// One panel: rows [r0, r0 + m) and columns [c0, c0 + n) of c, through BLAS on this thread. A
+// single row is a matrix-vector product: sgemm would pack the whole of b first (OpenBLAS does on
+// every call), which took 80 % of a batch-1 MLP's time at one thread (bench/README.md).
 void blasPanel(const Gemm<float> &g, int64_t r0, int64_t m, int64_t c0, int64_t n) {
   const float *b = g.transB ? g.b + c0 * g.k : g.b + c0;
+  if (m == 1) {
+    // c = b·a (b [n, k] as stored) or bᵀ·a (b [k, n], columns c0.. of it).
+    cblas_sgemv(CblasRowMajor, g.transB ? CblasNoTrans : CblasTrans,
+                static_cast<int>(g.transB ? n : g.k), static_cast<int>(g.transB ? g.k : n), 1.0f,
+                b, static_cast<int>(g.ldb()), g.a + r0 * g.k, 1, g.accumulate ? 1.0f : 0.0f,
+                g.c + r0 * g.n + c0, 1);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, g.transB ? CblasTrans : CblasNoTrans,
               static_cast<int>(m), static_cast<int>(n), static_cast<int>(g.k), 1.0f, g.a + r0 * g.k,
               static_cast<int>(g.k), b, static_cast<int>(g.ldb()), g.accumulate ? 1.0f : 0.0f,
@@ -142,6 +152,13 @@ void blasPanel(const Gemm<float> &g, int64_t r0, int64_t m, int64_t c0, int64_t 
 
 void blasPanel(const Gemm<double> &g, int64_t r0, int64_t m, int64_t c0, int64_t n) {
   const double *b = g.transB ? g.b + c0 * g.k : g.b + c0;
+  if (m == 1) {
+    cblas_dgemv(CblasRowMajor, g.transB ? CblasNoTrans : CblasTrans,
+                static_cast<int>(g.transB ? n : g.k), static_cast<int>(g.transB ? g.k : n), 1.0, b,
+                static_cast<int>(g.ldb()), g.a + r0 * g.k, 1, g.accumulate ? 1.0 : 0.0,
+                g.c + r0 * g.n + c0, 1);
+    return;
+  }
   cblas_dgemm(CblasRowMajor, CblasNoTrans, g.transB ? CblasTrans : CblasNoTrans,
               static_cast<int>(m), static_cast<int>(n), static_cast<int>(g.k), 1.0, g.a + r0 * g.k,
               static_cast<int>(g.k), b, static_cast<int>(g.ldb()), g.accumulate ? 1.0 : 0.0,

@@ -197,6 +197,28 @@ TEST(CpuLinalg, LargeProductsMatchTheReference) {
       {attrIs("padding", {1, 1})}, 16 * 9));
 }
 
+// One row (batch 1) goes through BLAS's matrix-vector product, split in column panels over the
+// pool: b stored as [k, n] (matmul) or [n, k] (linear, with and without a bias), f32 and f64,
+// past the small-GEMM loops' size, on one device thread and on the pool.
+TEST(CpuLinalg, OneRowProductsMatchTheReference) {
+  CpuDevice b(checked(1));
+  uint64_t seed = 9500;
+  for (DType t : {DType::F32, DType::F64}) {
+    SCOPED_TRACE(dtypeName(t));
+    EXPECT_TRUE(matchesReference(b, OpKind::Matmul,
+                                 samples(t, {{1, 300}, {300, 700}}, OpKind::Matmul, seed), {}, 300));
+    EXPECT_TRUE(matchesReference(b, OpKind::Matmul,
+                                 samples(t, {{300}, {300, 700}}, OpKind::Matmul, seed), {}, 300));
+    EXPECT_TRUE(matchesReference(
+        b, OpKind::Linear, samples(t, {{1, 300}, {700, 300}, {700}}, OpKind::Linear, seed), {}, 300));
+    EXPECT_TRUE(matchesReference(
+        b, OpKind::Linear, samples(t, {{1, 300}, {700, 300}}, OpKind::Linear, seed), {}, 300));
+    // A batch of single rows: each batch's GEMM has one row.
+    EXPECT_TRUE(matchesReference(
+        b, OpKind::Matmul, samples(t, {{3, 1, 300}, {3, 300, 200}}, OpKind::Matmul, seed), {}, 300));
+  }
+}
+
 TEST(CpuLinalg, IntegerProductsWrapAtTheResultWidthLikeTheReference) {
   CpuDevice b(checked(1));
   const OpInfo &mm = opInfo(OpKind::Matmul);

@@ -45,17 +45,12 @@ template <class I> I saturate(double v) {
 
 constexpr std::align_val_t kStorageAlignment{64};
 
-// `bytes` bytes, 64-byte aligned (as device memory is, so that a Session on the host can read a
-// weight or an input in place and write an output there), left as they come;
-// std::bad_alloc when the host cannot hold them.
-std::shared_ptr<std::byte> allocateStorage(size_t bytes) {
-  auto *p = static_cast<std::byte *>(::operator new(bytes == 0 ? 1 : bytes, kStorageAlignment));
-  return std::shared_ptr<std::byte>(p, [](std::byte *q) { ::operator delete(q, kStorageAlignment); });
-}
-
+// `bytes` zero bytes, 64-byte aligned (as device memory is, so that a Session on the host can
+// read a weight or an input in place); std::bad_alloc when the host cannot hold them.
 std::shared_ptr<std::byte> allocateZeroed(size_t bytes) {
-  std::shared_ptr<std::byte> owned = allocateStorage(bytes);
-  std::memset(owned.get(), 0, bytes);
+  auto *p = static_cast<std::byte *>(::operator new(bytes == 0 ? 1 : bytes, kStorageAlignment));
+  std::shared_ptr<std::byte> owned(p, [](std::byte *q) { ::operator delete(q, kStorageAlignment); });
+  std::memset(p, 0, bytes);
   return owned;
 }
 
@@ -291,11 +286,12 @@ TensorData::TensorData(DType dtype, Shape shape)
   for (int64_t d : type_.shape) FERRY_CHECK(d >= 0) << "negative dim in " << type_.str();
 }
 
-TensorData TensorData::forOverwrite(DType dtype, Shape shape) {
-  TensorType type{dtype, std::move(shape)};
+TensorData TensorData::fromStorage(TensorType type, std::shared_ptr<std::byte> storage) {
   for (int64_t d : type.shape) FERRY_CHECK(d >= 0) << "negative dim in " << type.str();
+  FERRY_CHECK(storage && reinterpret_cast<uintptr_t>(storage.get()) % 64 == 0)
+      << "storage for " << type.str() << " is not 64-byte aligned";
   const size_t bytes = type.byteSize();
-  return TensorData(std::move(type), allocateStorage(bytes), bytes);
+  return TensorData(std::move(type), std::move(storage), bytes);
 }
 
 TensorData TensorData::view(TensorType type, std::span<const std::byte> bytes,

@@ -23,10 +23,10 @@ class TensorData {
   TensorData(DType dtype, Shape shape);
 
   static TensorData zeros(DType dtype, Shape shape) { return TensorData(dtype, std::move(shape)); }
-  /// Storage of its own whose bytes are left as the allocator gives them, for a caller that
-  /// writes every one before anything reads them (a Session's fresh output): no pass over the
-  /// memory to zero it. std::bad_alloc when the host cannot hold it.
-  static TensorData forOverwrite(DType dtype, Shape shape);
+  /// `type`'s bytes in `storage`, shared, not copied: storage a caller's own allocator gives (a
+  /// Session's output buffers, reused run after run). At least type.byteSize() bytes, 64-byte
+  /// aligned; writable (not a view).
+  static TensorData fromStorage(TensorType type, std::shared_ptr<std::byte> storage);
   /// Zero-filled, or, when the host cannot allocate it, an error (code "memory") that names
   /// `what` ("output 'y'"), the type and the bytes: for every tensor whose size a model or a file
   /// chose, so that running out of memory is an error and never an abort.

@@ -47,6 +47,56 @@ std::map<DeviceKind, int> devicesByKind(const Executable &exe) {
   return count;
 }
 
+// Storage of outputs the caller has let go of, kept for the next runs: a 64 MB output made fresh
+// in every run had its pages faulted in and zeroed by the kernel each time (more than the kernel
+// itself took on an elementwise chain). A released block is kept while there is room (two runs'
+// outputs, reserved up front: giving back never allocates), else freed; a block is reused for an
+// output of exactly its size. It outlives the session while any output it gave does.
+class OutputCache : public std::enable_shared_from_this<OutputCache> {
+ public:
+  explicit OutputCache(size_t maxBlocks) { free_.reserve(maxBlocks); }
+  ~OutputCache() {
+    for (const auto &[bytes, p] : free_) ::operator delete(p, kAlignment);
+  }
+
+  /// Storage of `bytes` (64-byte aligned), reused when a kept block has that size; throws
+  /// std::bad_alloc as operator new does.
+  std::shared_ptr<std::byte> take(size_t bytes) {
+    std::byte *p = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      for (size_t i = 0; i < free_.size(); ++i)
+        if (free_[i].first == bytes) {
+          p = free_[i].second;
+          free_[i] = free_.back();
+          free_.pop_back();
+          break;
+        }
+    }
+    if (!p) p = static_cast<std::byte *>(::operator new(bytes == 0 ? 1 : bytes, kAlignment));
+    // Should the control block not be allocated, shared_ptr gives `p` to the deleter: kept.
+    return std::shared_ptr<std::byte>(
+        p, [cache = shared_from_this(), bytes](std::byte *q) { cache->give(q, bytes); });
+  }
+
+ private:
+  static constexpr std::align_val_t kAlignment{64};
+
+  void give(std::byte *p, size_t bytes) noexcept {
+    {
+      std::lock_guard lock(mutex_);
+      if (free_.size() < free_.capacity()) {
+        free_.emplace_back(bytes, p);
+        return;
+      }
+    }
+    ::operator delete(p, kAlignment);
+  }
+
+  std::mutex mutex_;
+  std::vector<std::pair<size_t, std::byte *>> free_;
+};
+
 }  // namespace
 
 struct Session::State {
@@ -72,6 +122,7 @@ struct Session::State {
   // Outputs likewise, to their first index in exe.outputs.
   std::unordered_map<std::string_view, int32_t> inputSlot;
   std::unordered_map<std::string_view, size_t> outputIndex;
+  std::shared_ptr<OutputCache> outputCache;
   LoadStats loadStats;
   std::vector<size_t> argStart;  // per step: its operands' first entry in a workspace's table
 
@@ -395,6 +446,7 @@ Expected<Session> Session::make(Executable exe, Options options) {
   for (const Workspace &w : plan.workspaces) st->workspaceBytes += w.bytes;
   st->inputSlot.reserve(plan.inputs.size());
   for (int32_t s : plan.inputs) st->inputSlot.emplace(plan.slots[static_cast<size_t>(s)].name, s);
+  st->outputCache = std::make_shared<OutputCache>(2 * plan.outputs.size());
   st->outputIndex.reserve(plan.outputs.size());
   for (size_t i = 0; i < plan.outputs.size(); ++i)
     st->outputIndex.emplace(plan.slots[static_cast<size_t>(plan.outputs[i])].name, i);
@@ -815,8 +867,8 @@ Expected<RunResult> Session::runOnce(const std::vector<NamedTensor> &inputs,
   }
   stats.inputCopySeconds = secondsSince(inputCopy);
 
-  // Outputs: the caller's tensors, or made for this run (its bytes all written by the run), and
-  // an external slot's step writes them in place.
+  // Outputs: the caller's tensors, or storage for this run from the output cache (not zeroed:
+  // the run writes every byte), and an external slot's step writes them in place.
   for (size_t i = 0; i < exe.outputs.size(); ++i) {
     const int32_t slot = exe.outputs[i];
     const Slot &s = exe.slots[static_cast<size_t>(slot)];
@@ -824,10 +876,9 @@ Expected<RunResult> Session::runOnce(const std::vector<NamedTensor> &inputs,
       result.outputs.push_back({s.name, *given[i]});
     } else {
       try {
-        result.outputs.push_back({s.name, Tensor(TensorData::forOverwrite(s.type.dtype,
-                                                                          s.type.shape),
-                                                 runOptions.outputsOnDevice ? s.device
-                                                                            : Device::cpu())});
+        result.outputs.push_back(
+            {s.name, Tensor(TensorData::fromStorage(s.type, st.outputCache->take(s.type.byteSize())),
+                            runOptions.outputsOnDevice ? s.device : Device::cpu())});
       } catch (const std::bad_alloc &) {
         // The session stays usable: this run's workspace goes back to the pool as it returns.
         return TensorData::outOfMemory(s.type,

@@ -22,7 +22,10 @@
 // every step (operands, result, scratch), computed once. Inputs and outputs on the CPU are the
 // caller's memory (Slot::external): a run writes the caller's input pointers and the output
 // buffers (the caller's own, or made for the run) into the workspace's tables, so that the
-// kernels read the inputs and write the outputs in place, and nothing is copied in or out.
+// kernels read the inputs and write the outputs in place, and nothing is copied in or out. An
+// output the caller does not give is made from the session's output cache: the storage of
+// outputs the caller has released (up to two runs' worth) is reused, so a loop of runs faults in
+// no fresh pages; a returned output stays valid after the session is gone.
 //
 // Devices: one device runtime per device kind the executable uses, made from a registry
 // (backends/registry.h; this build's by default) and used only through the DeviceRuntime

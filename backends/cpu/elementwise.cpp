@@ -149,8 +149,16 @@ template <class C> BinaryFn<C> floatBinary(OpKind k) {
         Array<C>(z, n) = ConstArray<C>(x, n) / ConstArray<C>(y, n);
       };
     case OpKind::Pow:
+      // An exponent of 2 throughout the block (a constant: the squares of a layer norm or a
+      // variance written out, as exporters do) is one multiply each, correctly rounded as the
+      // reference's double product rounded once is, where pow takes ~20 times longer.
       return [](C *z, const C *x, const C *y, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) z[i] = std::pow(x[i], y[i]);
+        bool squares = true;
+        for (int64_t i = 0; i < n; ++i) squares &= y[i] == C(2);
+        if (squares)
+          for (int64_t i = 0; i < n; ++i) z[i] = x[i] * x[i];
+        else
+          for (int64_t i = 0; i < n; ++i) z[i] = std::pow(x[i], y[i]);
       };
     case OpKind::Maximum:
       return [](C *z, const C *x, const C *y, int64_t n) {

@@ -255,6 +255,38 @@ TEST(CpuBackend, IntegerArithmeticWrapsAndFloatsKeepNaNLikeTheReference) {
   EXPECT_TRUE(sameTensor(orr, orRef, 0));
 }
 
+// pow with an exponent of 2 is a multiply: the reference's result exactly (a double product of
+// two f32 is exact, rounded once), with inf, -0 and NaN as pow gives them; a block with any other
+// exponent still takes pow.
+TEST(CpuBackend, PowByTwoIsTheSquareExactly) {
+  CpuDevice b(checked(1));
+  const OpInfo &info = opInfo(OpKind::Pow);
+  const Attrs attrs = completeAttrs(info, {});
+  auto run = [&](const TensorData &x, const TensorData &y, TensorData &want) {
+    const TensorType result = std::get<TensorType>(inferType(info, std::vector{x.type(), y.type()}, attrs));
+    Expected<TensorData> got = runOnCpu(b, info, {x, y}, attrs, result);
+    Expected<TensorData> ref = reference::evalOp(info, std::vector{x, y}, attrs, result);
+    FERRY_CHECK(got.ok() && ref.ok());
+    want = *ref;
+    return *got;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  TensorData x = TensorData::randn(DType::F32, {1000}, 77);
+  for (int64_t i = 0; i < 5; ++i) x.set(i, std::vector<double>{-inf, inf, -0.0, std::nan(""), 3e19}[i]);
+  TensorData want;
+  const TensorData squares = run(x, TensorData::full(DType::F32, {1}, 2), want);
+  EXPECT_TRUE(sameTensor(squares, want, 0));
+  EXPECT_EQ(squares.at(0), inf);
+  EXPECT_FALSE(std::signbit(squares.at(2)));
+  EXPECT_TRUE(std::isnan(squares.at(3)));
+  EXPECT_EQ(squares.at(4), inf);  // 9e38 overflows f32
+  TensorData mixed = TensorData::full(DType::F32, {1000}, 2);
+  mixed.set(999, 3);
+  const TensorData cubes = run(x, mixed, want);
+  EXPECT_TRUE(sameTensor(cubes, want, 1e-6));
+  EXPECT_NEAR(cubes.at(999), std::pow(x.at(999), 3), 1e-5 * std::fabs(std::pow(x.at(999), 3)));
+}
+
 // A transfer in every dtype through DeviceRuntime::copy, as the runtime sends transfer steps:
 // equal to the reference's transfer byte for byte (the target refuses to lower a transfer to a
 // kernel: PrepareRefusesPlansThatDoNotFitTheStep).

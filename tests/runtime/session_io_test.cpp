@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 
 #include "common/parse.h"
 #include "runtime/hosted_device.h"
@@ -114,6 +115,29 @@ TEST(SessionIo, CpuInputsAndOutputsAreTheCallersMemory) {
   EXPECT_TRUE(mixed->outputs[1].tensor.sharesStorageWith(onlyA));
   EXPECT_EQ(mixed->outputs[0].tensor.data(), want.outputs[0].tensor.data());
   EXPECT_EQ(onlyA.data(), want.outputs[1].tensor.data());
+}
+
+// Outputs made for a run come from the session's cache: storage the caller released is reused
+// by the next run, storage still held never is, and an output outlives its session.
+TEST(SessionIo, ReleasedOutputsAreReusedHeldOnesNever) {
+  std::optional<Session> s = open(compiled(kMlp));
+  const Tensor x(TensorData::randn(DType::F32, {4, 16}, 7));
+  const std::byte *first = nullptr;
+  {
+    Expected<RunResult> r = s->run({{"x", x}});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    first = r->outputs[0].tensor.bytes().data();
+  }
+  Expected<RunResult> again = s->run({{"x", x}});
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->outputs[0].tensor.bytes().data(), first);  // released, so reused
+  Expected<RunResult> third = s->run({{"x", x}});
+  ASSERT_TRUE(third.ok()) << third.status().message();
+  EXPECT_NE(third->outputs[0].tensor.bytes().data(), first);  // still held by `again`
+  EXPECT_EQ(third->outputs[0].tensor.data(), again->outputs[0].tensor.data());
+  const TensorData kept = third->outputs[0].tensor.data().clone();
+  s.reset();  // the outputs stay valid without their session
+  EXPECT_EQ(third->outputs[0].tensor.data(), kept);
 }
 
 TEST(SessionIo, TheWorkspaceHoldsNeitherInputsNorOutputs) {

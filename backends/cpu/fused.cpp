@@ -21,6 +21,9 @@
 // storing it would (f16/bf16 round to nearest even, integers wrap at their width, bool is 0/1),
 // and a cast converts as the cast kernel does (convertElements).
 #include <cstring>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "backends/cpu/elementwise_impl.h"
 #include "backends/cpu/kernels.h"
@@ -156,6 +159,38 @@ template <class S> void storeAs(const std::byte *in, const TensorView &r, int64_
   storeBlock<S>(reinterpret_cast<const ComputeOf<S> *>(in), r, at, m, r.type->dtype == DType::Bool);
 }
 
+// Results of at least this many bytes are written with non-temporal stores: far past the caches,
+// a plain store first reads each line it writes (write-allocate), a third of an elementwise
+// chain's memory traffic, and the lines it leaves in the cache are evicted before anyone reads
+// them. Smaller results stay in the cache for the step that reads them next.
+constexpr size_t kStreamBytes = size_t{32} << 20;
+
+// Stores a register of a type stored as computed (f32, f64, i64) with non-temporal stores where
+// the block is 16-byte aligned (every block but a misaligned result's), plainly otherwise; the
+// chunk ends with a store fence (FusedKernel::run), before the pool's barrier publishes it.
+template <class S> void streamAs(const std::byte *in, const TensorView &r, int64_t at, int64_t m) {
+  static_assert(std::is_same_v<S, ComputeOf<S>>);
+  std::byte *out = r.data + static_cast<size_t>(at) * sizeof(S);
+  const size_t bytes = static_cast<size_t>(m) * sizeof(S);
+#if defined(__SSE2__)
+  size_t done = 0;
+  if (reinterpret_cast<uintptr_t>(out) % 16 == 0) {
+#if defined(__AVX512F__)
+    if (reinterpret_cast<uintptr_t>(out) % 64 == 0)
+      for (; done + 64 <= bytes; done += 64)
+        _mm512_stream_si512(reinterpret_cast<__m512i *>(out + done),
+                            _mm512_load_si512(reinterpret_cast<const __m512i *>(in + done)));
+#endif
+    for (; done + 16 <= bytes; done += 16)
+      _mm_stream_si128(reinterpret_cast<__m128i *>(out + done),
+                       _mm_load_si128(reinterpret_cast<const __m128i *>(in + done)));
+  }
+  std::memcpy(out + done, in + done, bytes - done);
+#else
+  std::memcpy(out, in, bytes);
+#endif
+}
+
 // An operand the elementwise part reads: its walk over the result, its gather, its register,
 // whether a block can be read in place (dense, stored in its compute type), and whether it is
 // one value broadcast everywhere (gathered once per chunk, never per block).
@@ -221,6 +256,9 @@ class FusedKernel final : public Kernel {
         for (const Instr &in : instrs_) in.run(in, bound.data(), m);
         if (!resultDirect_) store_(bound[static_cast<size_t>(instrs_.back().dst)], result, at, m);
       }
+#if defined(__SSE2__)
+      if (stream_) _mm_sfence();
+#endif
     });
     return Status();
   }
@@ -240,6 +278,7 @@ class FusedKernel final : public Kernel {
   std::vector<Instr> instrs_;
   int32_t registers_ = 0;
   bool resultDirect_ = false;
+  bool stream_ = false;
   StoreFn store_ = nullptr;
 
  private:
@@ -366,6 +405,11 @@ Expected<std::unique_ptr<Kernel>> prepareFused(const KernelPlan &plan, const Ste
     k->anchorType_ = body[0].type;
   }
 
+  // The result: written by the last instruction itself when it is stored as computed, unless it
+  // is large enough to stream (then stored from the last register with non-temporal stores).
+  const bool stream = storedAsComputed(step.result.dtype) && step.result.byteSize() >= kStreamBytes;
+  const bool direct = storedAsComputed(step.result.dtype) && !stream;
+
   // Values: step operands read by elementwise micro-ops (loads), then the micro-ops. Each gets
   // a register for its life: from its load (or its instruction) to its last reader.
   const size_t first = anchored ? 1 : 0;
@@ -442,7 +486,7 @@ Expected<std::unique_ptr<Kernel>> prepareFused(const KernelPlan &plan, const Ste
         dying.push_back(in.src[i]);
     // The last one writes the result's memory when it is stored as computed (resultDirect_):
     // a register of its own, which nothing else binds.
-    const bool last = j + 1 == body.size() && storedAsComputed(step.result.dtype);
+    const bool last = j + 1 == body.size() && direct;
     const bool inPlace = !last && m.op != OpKind::Cast && !m.args.empty() && dies(0) &&
                          !readOnly[static_cast<size_t>(in.src[0])] &&
                          computeOf(argTypes[0]) == computeOf(m.type.dtype);
@@ -507,8 +551,14 @@ Expected<std::unique_ptr<Kernel>> prepareFused(const KernelPlan &plan, const Ste
   if (static_cast<size_t>(next) > FusedKernel::kMaxRegisters)
     return contractError(step, std::to_string(next) + " registers, at most " +
                                    std::to_string(FusedKernel::kMaxRegisters));
-  k->resultDirect_ = storedAsComputed(step.result.dtype);
-  k->store_ = withStorage(step.result.dtype, [](auto s) -> StoreFn { return storeAs<decltype(s)>; });
+  k->resultDirect_ = direct;
+  k->stream_ = stream;
+  k->store_ = withStorage(step.result.dtype, [stream](auto s) -> StoreFn {
+    using S = decltype(s);
+    if constexpr (std::is_same_v<S, ComputeOf<S>>)
+      if (stream) return streamAs<S>;
+    return storeAs<S>;
+  });
   return std::unique_ptr<Kernel>(std::move(k));
 }
 

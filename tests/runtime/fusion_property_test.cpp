@@ -13,6 +13,7 @@
 #include "backends/reference/interpreter.h"
 #include "common/random_graph.h"
 #include "common/value_check.h"
+#include "ir/parser.h"
 #include "ir/printer.h"
 #include "passes/lower.h"
 #include "runtime/session.h"
@@ -202,6 +203,37 @@ TEST(FusionProperty, FusedAndUnfusedGraphsGiveTheReferencesResultsAndTheSameByte
                 shapes.halfDTypes, shapes.integerDTypes, shapes.anchors[OpKind::Matmul],
                 shapes.anchors[OpKind::Linear], shapes.anchors[OpKind::Conv2d]})
     EXPECT_GE(n, 3);
+}
+
+// A fused result past the caches is written with non-temporal stores (backends/cpu/fused.cpp,
+// 32 MiB and up): the same bytes as the unfused steps', f32 and f64, a length that ends in a
+// partial block.
+TEST(FusionProperty, ResultsPastTheCachesAreStreamedWithTheSameBytes) {
+  for (const char *dtype : {"f32", "f64"}) {
+    const int64_t n = (std::string(dtype) == "f32" ? 8388608 : 4194304) + 37;
+    const std::string text = "graph g {\n  input %x : " + std::string(dtype) + "[" +
+                             std::to_string(n) +
+                             "] @cpu\n  %a = mul(%x, 1.5)\n  %b = tanh(%a)\n  %y = add(%b, %x)\n"
+                             "  output %y\n}\n";
+    SCOPED_TRACE(dtype);
+    std::vector<TensorData> results;
+    for (bool fusion : {true, false}) {
+      Expected<Graph> g = parseGraph(text, "g.fy");
+      ASSERT_TRUE(g.ok()) << g.status().message();
+      CompileOptions options;
+      options.fusion = fusion;
+      Expected<Executable> exe = build(std::move(*g), options);
+      ASSERT_TRUE(exe.ok()) << exe.status().message();
+      ASSERT_EQ(exe->steps.size(), fusion ? 1u : 3u);
+      Expected<Session> s = Session::create(std::move(*exe));
+      ASSERT_TRUE(s.ok()) << s.status().message();
+      const DType t = std::string(dtype) == "f32" ? DType::F32 : DType::F64;
+      Expected<RunResult> r = s->run({{"x", Tensor(TensorData::randn(t, {n}, 5))}});
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      results.push_back(r->outputs[0].tensor.data());
+    }
+    EXPECT_TRUE(results[0] == results[1]);
+  }
 }
 
 }  // namespace

@@ -227,6 +227,32 @@ template <class C> struct WindowPool {
   }
 };
 
+// Whether a max_pool2d is the common 2x2 window at stride 2 wholly inside the image (no
+// padding, dilation or partial window at the edge) on data stored as computed: then each output
+// row is one pass over its two input rows (maxPairRows), not four strided passes and a fill.
+template <class C> bool pairWindows(const Geometry &g, DType dtype) {
+  return g.kernel == std::array<int64_t, 2>{2, 2} && g.stride == std::array<int64_t, 2>{2, 2} &&
+         g.dilation == std::array<int64_t, 2>{1, 1} && g.pad == std::array<int64_t, 4>{} &&
+         2 * g.Wo <= g.W && 2 * g.Ho <= g.H && dtype == kDType<C>;
+}
+
+// maxRows for pairWindows: the same comparisons in the same order (a NaN wins and stays, and of
+// +0 and -0 the first seen stays), so the same bytes.
+template <class C>
+void maxPairRows(const WindowPool<C> &k, const TensorView &x, const TensorView &r, int64_t begin,
+                 int64_t end, C *, C *acc) {
+  const Geometry &g = k.g;
+  auto pick = [](C v, C s) { return (v > s) | (v != v) ? v : s; };
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t p = row / g.Ho, oh = row % g.Ho;
+    const C *a = reinterpret_cast<const C *>(x.data) + (p * g.H + 2 * oh) * g.W, *b = a + g.W;
+    C *out = outAs(r, row * g.Wo, acc);
+    for (int64_t n = 0; n < g.Wo; ++n)
+      out[n] = pick(b[2 * n + 1], pick(b[2 * n], pick(a[2 * n + 1], a[2 * n])));
+    storeAs(r, row * g.Wo, g.Wo, out);
+  }
+}
+
 template <class C>
 void maxRows(const WindowPool<C> &k, const TensorView &x, const TensorView &r, int64_t begin,
              int64_t end, C *in, C *acc) {
@@ -325,7 +351,8 @@ template <class C> Expected<std::unique_ptr<Kernel>> prepareAs(const StepSpec &s
   }
   Expected<Geometry> g = geometry(step);
   if (!g) return g.status();
-  WindowPool<C> k{*g, rowPlan<C>(*g, step.result.dtype), {}, maxRows<C>};
+  WindowPool<C> k{*g, rowPlan<C>(*g, step.result.dtype), {},
+                  pairWindows<C>(*g, step.result.dtype) ? maxPairRows<C> : maxRows<C>};
   if (step.op.kind == OpKind::AvgPool2d) {
     k.widthDiv = widthDivisors<C>(*g);
     k.rows = avgRows<C>;

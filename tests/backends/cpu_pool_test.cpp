@@ -69,6 +69,26 @@ TEST(CpuPool, MaxPoolKeepsNaNAndInfinities) {
   }
 }
 
+// The 2x2, stride-2 windows of a CNN take a path of their own (backends/cpu/pool.cpp,
+// maxPairRows): the same comparisons in the same order as every other window, so of two equal
+// zeros the first in the window stays, and an odd row or column past the last window is dropped.
+TEST(CpuPool, TwoByTwoWindowsKeepTheFirstOfEqualZerosAndDropTheOddEdge) {
+  CpuDevice b(checked(1));
+  const OpInfo &mx = opInfo(OpKind::MaxPool2d);
+  const Attrs attrs = completeAttrs(mx, {attrIs("kernel", {2, 2}), attrIs("stride", {2, 2})});
+  for (DType t : {DType::F32, DType::F64}) {
+    SCOPED_TRACE(dtypeName(t));
+    const TensorData zeros = reftest::tensor(t, {1, 1, 2, 4}, {-0.0, 0.0, 0.0, -0.0, 0.0, -0.0, -0.0, 0.0});
+    Expected<TensorData> got = runOnCpu(b, mx, {zeros}, attrs, TensorType{t, {1, 1, 1, 2}});
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_TRUE(std::signbit(got->at(0)));
+    EXPECT_FALSE(std::signbit(got->at(1)));
+    const TensorData odd = TensorData::randn(t, {2, 3, 5, 7}, 41);
+    EXPECT_TRUE(matchesReference(b, OpKind::MaxPool2d, {odd},
+                                 {attrIs("kernel", {2, 2}), attrIs("stride", {2, 2})}));
+  }
+}
+
 TEST(CpuPool, GlobalAvgPoolMatchesTheReference) {
   CpuDevice b(checked(1));
   uint64_t seed = 2000;

@@ -48,6 +48,28 @@ void *operator new(size_t n, std::align_val_t a) {
 }
 void operator delete(void *p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void *p, size_t, std::align_val_t) noexcept { std::free(p); }
+// The nothrow forms too (libstdc++'s stable_sort takes its buffer from them and gives it back to
+// the plain delete): counted and failed like the others, a failure a null pointer. Left to the
+// library, under ASan they were ASan's allocations freed here, an alloc-dealloc mismatch.
+void *operator new(size_t n, const std::nothrow_t &) noexcept {
+  try {
+    count();
+  } catch (const std::bad_alloc &) {
+    return nullptr;
+  }
+  return std::malloc(n == 0 ? 1 : n);
+}
+void *operator new(size_t n, std::align_val_t a, const std::nothrow_t &) noexcept {
+  try {
+    count();
+  } catch (const std::bad_alloc &) {
+    return nullptr;
+  }
+  const size_t align = static_cast<size_t>(a);
+  return std::aligned_alloc(align, (n + align - 1) / align * align);
+}
+void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
+void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { std::free(p); }
 
 namespace ferry::alloctest {
 

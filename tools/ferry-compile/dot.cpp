@@ -335,7 +335,8 @@ class DotWriter {
 
   // Graphviz lays a rank's nodes out right to left in the order they are declared here, so the
   // legend is declared backwards to read input, param, op, cast, inserted, rejected, transfer,
-  // (a long chain,) devices.
+  // (a long chain,) devices; a fusion group's box, a cluster, goes where Graphviz puts clusters
+  // (after them).
   void legend() {
     std::vector<std::string> items = {
         "legend_in [shape=invhouse, label=\"input\"];",
@@ -351,6 +352,10 @@ class DotWriter {
             "\"];",
         "{rank=same; legend_a -> legend_b [label=\"transfer\", " + std::string(kTransferEdgeStyle) +
             "];}"};
+    if (!g_.groups().empty())  // drawn as fusedCluster draws a group
+      items.push_back("subgraph cluster_legend_fused { label=\"fused N: ops\"; "
+                      "style=\"dashed,rounded\"; color=\"#555555\"; fontsize=10; "
+                      "legend_fused [shape=box, label=\"one kernel\"]; }");
     if (!chains_.empty())
       items.push_back("legend_chain [shape=box3d, label=\"more than " +
                       std::to_string(kMaxChainDrawn) + " nodes\\nin a chain\"];");

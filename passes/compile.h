@@ -35,6 +35,7 @@ struct CompileStats {
   int fusionGroups = 0;      ///< fused kernels the fusion pass made
   int fusedNodes = 0;        ///< nodes in them
   int batchNormsFolded = 0;  ///< batch_norms folded into the conv2d before them (fusion)
+  int gelusFolded = 0;  ///< GELUs written out as erf formulas run as one gelu (fusion)
   std::map<Device, int> nodesPerDevice;
   double estimatedSeconds = 0;  ///< cost model's estimate of one run (load-time nodes are free)
   /// Auto placement under a cap on per-run bytes (Budgets::maxTransferBytes) that its cheapest

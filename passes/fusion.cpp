@@ -142,6 +142,7 @@ class GroupBuilder {
 
 void fuse(Graph &graph, PassContext &ctx) {
   if (!ctx.options.fusion) return;
+  ctx.stats.gelusFolded = foldGelus(graph, ctx.options.capabilities);
   ctx.stats.batchNormsFolded = foldBatchNorms(graph, ctx.options.capabilities);
   GroupBuilder builder(graph, ctx.options.capabilities);
   const std::vector<NodeId> order(graph.order().begin(), graph.order().end());

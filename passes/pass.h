@@ -69,6 +69,9 @@ void fuse(Graph &graph, PassContext &ctx);          ///< fusion.cpp
 /// Folds each batch_norm with param statistics into the conv2d before it (part of fuse());
 /// returns how many. fold_batch_norm.cpp
 int foldBatchNorms(Graph &graph, const Capabilities &capabilities);
+/// Runs each GELU written out as x/2·(1 + erf(x/√2)) as one gelu (part of fuse()); returns how
+/// many. fold_gelu.cpp
+int foldGelus(Graph &graph, const Capabilities &capabilities);
 
 /// Puts every inserted node directly after its operand's producer, ties by result name, the
 /// user's nodes in their order: the same graph gets the same order however it was compiled

@@ -242,7 +242,7 @@ template <class C>
 void maxPairRows(const WindowPool<C> &k, const TensorView &x, const TensorView &r, int64_t begin,
                  int64_t end, C *, C *acc) {
   const Geometry &g = k.g;
-  auto pick = [](C v, C s) { return (v > s) | (v != v) ? v : s; };
+  auto pick = [](C v, C s) { return ((v > s) | (v != v)) ? v : s; };
   for (int64_t row = begin; row < end; ++row) {
     const int64_t p = row / g.Ho, oh = row % g.Ho;
     const C *a = reinterpret_cast<const C *>(x.data) + (p * g.H + 2 * oh) * g.W, *b = a + g.W;

@@ -186,5 +186,58 @@ TEST(Fusion, ABatchNormIsNotFoldedWhenItsStatisticsOrTheConvsValueAreReadElsewhe
   EXPECT_EQ(compiled(shared).stats.batchNormsFolded, 0);
 }
 
+// GELU as PyTorch's ONNX export writes it out, x/2·(1 + erf(x/√2)), in the forms exporters use:
+// each becomes one gelu that keeps the last mul's value and name, its constants gone.
+TEST(Fusion, AGeluWrittenOutWithErfRunsAsOneGelu) {
+  const std::vector<std::string> forms = {
+      // PyTorch: div, erf, add, mul by x, mul by 0.5
+      "%t = div(%x, 1.4142135381698608)\n  %e = erf(%t)\n  %s = add(%e, 1.0)\n"
+      "  %m = mul(%x, %s)\n  %y = mul(%m, 0.5)\n",
+      // commuted, and 1/√2 as a multiply
+      "%t = mul(0.7071067690849304, %x)\n  %e = erf(%t)\n  %s = add(1.0, %e)\n"
+      "  %m = mul(%s, %x)\n  %y = mul(0.5, %m)\n",
+      // x/2 first
+      "%t = div(%x, 1.4142135381698608)\n  %e = erf(%t)\n  %s = add(%e, 1.0)\n"
+      "  %h = mul(%x, 0.5)\n  %y = mul(%h, %s)\n"};
+  for (const std::string &form : forms) {
+    SCOPED_TRACE(form);
+    const std::string text = "graph g {\n  input %x : f32[4,8]\n  " + form + "  %z = tanh(%y)\n"
+                             "  output %z\n  output %y\n}\n";
+    CompileResult r = compiled(text);
+    EXPECT_EQ(r.stats.gelusFolded, 1);
+    const Node *y = r.graph.producer(*r.graph.findValue("y"));
+    ASSERT_NE(y, nullptr);
+    EXPECT_EQ(y->op, OpKind::Gelu);
+    EXPECT_EQ(r.graph.value(y->operands[0]).name, "x");
+    int nodes = 0;
+    for (NodeId id : r.graph.order()) nodes += r.graph.node(id).op != OpKind::Constant;
+    EXPECT_EQ(nodes, 2);  // gelu and tanh
+    for (NodeId id : r.graph.order()) EXPECT_NE(r.graph.node(id).op, OpKind::Constant);
+    EXPECT_EQ(compiled(text, false).stats.gelusFolded, 0);
+  }
+}
+
+TEST(Fusion, AWrittenOutGeluIsKeptWhenAPartIsReadElsewhereOrItIsNotQuiteGelu) {
+  const std::string head = "graph g {\n  input %x : f32[4,8]\n";
+  const std::string body =
+      "  %t = div(%x, 1.4142135381698608)\n  %e = erf(%t)\n  %s = add(%e, 1.0)\n"
+      "  %m = mul(%x, %s)\n  %y = mul(%m, 0.5)\n  output %y\n";
+  EXPECT_EQ(compiled(head + body + "}\n").stats.gelusFolded, 1);
+  // erf's value is an output too; the constant is not √2; 1 is 2; another value is multiplied.
+  EXPECT_EQ(compiled(head + body + "  output %e\n}\n").stats.gelusFolded, 0);
+  std::string notRoot2 = body;
+  notRoot2.replace(notRoot2.find("1.4142135381698608"), 18, "1.4142");
+  EXPECT_EQ(compiled(head + notRoot2 + "}\n").stats.gelusFolded, 0);
+  std::string plusTwo = body;
+  plusTwo.replace(plusTwo.find("add(%e, 1.0)"), 12, "add(%e, 2.0)");
+  EXPECT_EQ(compiled(head + plusTwo + "}\n").stats.gelusFolded, 0);
+  std::string otherX = "graph g {\n  input %x : f32[4,8]\n  input %w : f32[4,8]\n" + body;
+  otherX.replace(otherX.find("mul(%x, %s)"), 11, "mul(%w, %s)");
+  EXPECT_EQ(compiled(otherX + "}\n").stats.gelusFolded, 0);
+  // f16 keeps its five roundings.
+  std::string half = "graph g {\n  input %x : f16[4,8]\n" + body + "}\n";
+  EXPECT_EQ(compiled(half).stats.gelusFolded, 0);
+}
+
 }  // namespace
 }  // namespace ferry

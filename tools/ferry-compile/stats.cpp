@@ -60,6 +60,9 @@ std::string fusedLine(const CompileStats &st, bool kernels = false) {
                                              (kernels ? " (one kernel each)" : "");
   if (st.batchNormsFolded > 0)
     s += "; " + std::to_string(st.batchNormsFolded) + " batch_norm folded into its conv2d";
+  if (st.gelusFolded > 0)
+    s += "; " + std::to_string(st.gelusFolded) +
+         (st.gelusFolded == 1 ? " written-out gelu" : " written-out gelus") + " run as one op each";
   return s;
 }
 
@@ -86,7 +89,7 @@ std::string renderSummary(const CompileResult &result,
   s += "#   at load, once per session (weights): " + std::to_string(st.loadTransfers) +
        " transfers, " + binaryBytes(static_cast<double>(st.loadTransferBytes)) + "; " +
        std::to_string(st.loadCasts) + " casts\n";
-  if (st.fusionGroups > 0 || st.batchNormsFolded > 0)
+  if (st.fusionGroups > 0 || st.batchNormsFolded > 0 || st.gelusFolded > 0)
     s += "#   fused: " + fusedLine(st, /*kernels=*/true) + "\n";
   return s;
 }

@@ -23,9 +23,20 @@ FileName::FileName(std::string_view name) {
   // Node-based: an interned string never moves while more are added.
   static std::mutex mutex;
   static std::unordered_set<std::string, NameHash, std::equal_to<>> names;
+  static size_t bytes = 0;  // of the names kept, each counted with a node's worth of overhead
+  constexpr size_t kNodeBytes = 64;
   std::lock_guard lock(mutex);
   auto it = names.find(name);
-  if (it == names.end()) it = names.emplace(name).first;
+  if (it == names.end()) {
+    if (bytes + name.size() + kNodeBytes > kMaxInternedBytes) {
+      name = kOverflowName;  // kept once, outside the bound
+      it = names.find(name);
+      if (it == names.end()) it = names.emplace(name).first;
+    } else {
+      it = names.emplace(name).first;
+      bytes += name.size() + kNodeBytes;
+    }
+  }
   name_ = &*it;
 }
 

@@ -16,9 +16,16 @@ namespace ferry {
 /// names are one string for the life of the process, so a FileName is a pointer — copied and
 /// compared without touching the text or a reference count (builder paths are absolute and
 /// long, and a large graph copies millions of Locations). A program names few files; each
-/// distinct name is kept once, never freed. Converts from and to strings; thread-safe.
+/// distinct name is kept once, never freed. Names come from files too (a saved executable's
+/// locations, an imported model's), so a process that reads many hostile files would keep
+/// growing: the names kept stop at kMaxInternedBytes in all, and a name first seen past that is
+/// kOverflowName instead (the saved-executable fuzzer's RSS grew to 2 GB before this bound).
+/// Converts from and to strings; thread-safe.
 class FileName {
  public:
+  static constexpr size_t kMaxInternedBytes = size_t{64} << 20;
+  static constexpr std::string_view kOverflowName = "<file name not kept: too many distinct names>";
+
   FileName() = default;
   FileName(std::string_view name);
   FileName(const std::string &name) : FileName(std::string_view(name)) {}

@@ -112,5 +112,31 @@ TEST(CheckDeathTest, AbortsWithFileLineAndReason) {
                "arithmetic is broken");
 }
 
+// File names are interned for the life of the process, and names come from files: past
+// FileName::kMaxInternedBytes of them, a new name is kept as kOverflowName, so reading hostile
+// files forever cannot grow memory forever. In a child process (the table is the process's).
+TEST(DiagnosticsDeathTest, InternedFileNamesStopAtTheirBound) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const FileName first("model.fy");
+        const std::string big(64 * 1024, 'x');
+        int kept = 0;
+        for (int i = 0; i < 2000; ++i) {
+          const std::string name = std::to_string(i) + big;
+          if (FileName(name).view() == name) ++kept;
+        }
+        // Up to the bound, each name is kept; past it, the overflow name stands in. Names
+        // already kept stay what they were.
+        const bool bounded = kept > 900 && kept < 1024 &&
+                             FileName(std::to_string(1999) + big).view() == FileName::kOverflowName &&
+                             FileName("model.fy") == first && first.view() == "model.fy" &&
+                             FileName("0" + big).view() == "0" + big;
+        std::fprintf(stderr, "kept %d names\n", kept);
+        std::exit(bounded ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "kept [0-9]+ names");
+}
+
 }  // namespace
 }  // namespace ferry

@@ -123,6 +123,19 @@ struct Session::State {
   std::unordered_map<std::string_view, int32_t> inputSlot;
   std::unordered_map<std::string_view, size_t> outputIndex;
   std::shared_ptr<OutputCache> outputCache;
+  // The weights and loaded slots held in host memory, by start (their bytes, [begin, end)), and
+  // per entry the furthest end up to it and its slot: so that an output a caller gives is checked
+  // against them in O(log n) (a run must not write over what it reads).
+  std::vector<const std::byte *> heldBegin, heldFurthestEnd;
+  std::vector<int32_t> heldFurthestSlot;
+  // The held slot whose bytes overlap [begin, end), or -1.
+  int32_t heldOverlapping(const std::byte *begin, const std::byte *end) const {
+    const auto at = std::lower_bound(heldBegin.begin(), heldBegin.end(), end,
+                                     std::less<const std::byte *>());
+    if (at == heldBegin.begin()) return -1;
+    const auto i = static_cast<size_t>(at - heldBegin.begin()) - 1;
+    return std::less<const std::byte *>()(begin, heldFurthestEnd[i]) ? heldFurthestSlot[i] : -1;
+  }
   LoadStats loadStats;
   std::vector<size_t> argStart;  // per step: its operands' first entry in a workspace's table
 
@@ -609,12 +622,27 @@ Status Session::State::load() {
   for (const Step &step : exe.steps)
     for (int32_t o : step.operands) read[static_cast<size_t>(o)] = 1;
   for (int32_t o : exe.outputs) read[static_cast<size_t>(o)] = 1;
+  std::vector<std::pair<const std::byte *, size_t>> ranges;  // (begin, slot)
   for (size_t slot = 0; slot < exe.slots.size(); ++slot) {
     if (!held[slot]) continue;
-    if (!read[slot])
+    if (!read[slot]) {
       releaseHeld(slot);
-    else
-      weightBytes += exe.slots[slot].type.byteSize();
+      continue;
+    }
+    weightBytes += exe.slots[slot].type.byteSize();
+    if (runtimeOfSlot[slot]->hostAccessible() && exe.slots[slot].type.byteSize() > 0)
+      ranges.emplace_back(held[slot], slot);
+  }
+  std::sort(ranges.begin(), ranges.end(), [](const auto &a, const auto &b) {
+    return std::less<const std::byte *>()(a.first, b.first);
+  });
+  for (const auto &[begin, slot] : ranges) {
+    const std::byte *end = begin + exe.slots[slot].type.byteSize();
+    heldBegin.push_back(begin);
+    const bool further = heldFurthestEnd.empty() ||
+                         std::less<const std::byte *>()(heldFurthestEnd.back(), end);
+    heldFurthestEnd.push_back(further ? end : heldFurthestEnd.back());
+    heldFurthestSlot.push_back(further ? static_cast<int32_t>(slot) : heldFurthestSlot.back());
   }
   return Status();
 }
@@ -710,6 +738,15 @@ Status Session::State::checkArguments(const std::vector<NamedTensor> &given,
                  "the tensor given for output '" + out.name +
                      "' is a read-only view of bytes it does not own (a mapped file's)")
           .fix("give a tensor with storage of its own (clone() it once, before the runs)");
+    else if (const int32_t w = t.byteSize() == 0 ? -1
+                                                 : heldOverlapping(t.bytes().data(),
+                                                                   t.bytes().data() + t.byteSize());
+             w >= 0)
+      diags
+          .error("output", {},
+                 "the tensor given for output '" + out.name + "' shares memory with the weight %" +
+                     exe.slots[static_cast<size_t>(w)].name + ", which the run reads")
+          .fix("give each output storage of its own");
   }
   // No given output may share a byte with an input or another given output: a kernel would read
   // what it writes. Sorted by start, a range overlaps another iff it starts before the furthest

@@ -153,8 +153,8 @@ class Session {
   /// binding): a loop of runs into the same tensors allocates no output and touches no fresh
   /// page. A given tensor must have its output's dtype and shape, be on the device the output is
   /// returned on (the host; with outputsOnDevice, the device computing it), hold storage of its
-  /// own (not a read-only view of a mapped file) and share no byte with an input or another
-  /// given output; every problem is reported at once, with the inputs'. Outputs not named are
+  /// own (not a read-only view of a mapped file) and share no byte with an input, another
+  /// given output or a weight; every problem is reported at once, with the inputs'. Outputs not named are
   /// allocated as run() allocates them. RunResult::outputs lists every output in order, the
   /// given ones sharing the caller's storage. A run that fails may have written some of them.
   Expected<RunResult> run(const std::vector<NamedTensor> &inputs,

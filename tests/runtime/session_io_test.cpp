@@ -265,6 +265,17 @@ TEST(SessionIo, EveryMistakeInTheGivenOutputsIsReportedAtOnce) {
   EXPECT_EQ(r.status().diagnostics().size(), 2u) << r.status().message();
   EXPECT_TRUE(has(r.status().message(), "output 'p' shares memory with input 'x'"))
       << r.status().message();
+  // A weight the run reads (the executable's own bytes, which a caller can reach).
+  const Tensor weight(s.executable().weights.front());
+  ASSERT_FALSE(weight.data().isView());
+  const Tensor pInWeight(TensorData::fromStorage(
+      TensorType{DType::F32, {4, 3}},
+      std::shared_ptr<std::byte>(const_cast<std::byte *>(weight.bytes().data()), [](std::byte *) {})));
+  r = s.run({{"x", x}}, {{"p", pInWeight}}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(has(r.status().message(), "the tensor given for output 'p' shares memory with the "
+                                        "weight %"))
+      << r.status().message();
   // The session is unharmed.
   Expected<RunResult> ok = s.run({{"x", x}});
   EXPECT_TRUE(ok.ok()) << ok.status().message();

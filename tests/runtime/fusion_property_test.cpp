@@ -206,6 +206,32 @@ TEST(FusionProperty, FusedAndUnfusedGraphsGiveTheReferencesResultsAndTheSameByte
     EXPECT_GE(n, 3);
 }
 
+// `text` (one input %x, one output) compiled with and without fusion and run on `x`: the two
+// outputs, fused first; `steps` says how many steps each executable must have.
+std::vector<TensorData> fusedAndUnfused(const std::string &text, const TensorData &x,
+                                        std::pair<size_t, size_t> steps) {
+  std::vector<TensorData> results;
+  for (bool fusion : {true, false}) {
+    Expected<Graph> g = parseGraph(text, "g.fy");
+    EXPECT_TRUE(g.ok()) << g.status().message();
+    if (!g) return {};
+    CompileOptions options;
+    options.fusion = fusion;
+    Expected<Executable> exe = build(std::move(*g), options);
+    EXPECT_TRUE(exe.ok()) << exe.status().message();
+    if (!exe) return {};
+    EXPECT_EQ(exe->steps.size(), fusion ? steps.first : steps.second);
+    Expected<Session> s = Session::create(std::move(*exe));
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    if (!s) return {};
+    Expected<RunResult> r = s->run({{"x", Tensor(x)}});
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (!r) return {};
+    results.push_back(r->outputs[0].tensor.data());
+  }
+  return results;
+}
+
 // A fused result past the caches is written with non-temporal stores (backends/cpu/fused.cpp,
 // 32 MiB and up): the same bytes as the unfused steps', f32 and f64, a length that ends in a
 // partial block.
@@ -217,22 +243,10 @@ TEST(FusionProperty, ResultsPastTheCachesAreStreamedWithTheSameBytes) {
                              "] @cpu\n  %a = mul(%x, 1.5)\n  %b = tanh(%a)\n  %y = add(%b, %x)\n"
                              "  output %y\n}\n";
     SCOPED_TRACE(dtype);
-    std::vector<TensorData> results;
-    for (bool fusion : {true, false}) {
-      Expected<Graph> g = parseGraph(text, "g.fy");
-      ASSERT_TRUE(g.ok()) << g.status().message();
-      CompileOptions options;
-      options.fusion = fusion;
-      Expected<Executable> exe = build(std::move(*g), options);
-      ASSERT_TRUE(exe.ok()) << exe.status().message();
-      ASSERT_EQ(exe->steps.size(), fusion ? 1u : 3u);
-      Expected<Session> s = Session::create(std::move(*exe));
-      ASSERT_TRUE(s.ok()) << s.status().message();
-      const DType t = std::string(dtype) == "f32" ? DType::F32 : DType::F64;
-      Expected<RunResult> r = s->run({{"x", Tensor(TensorData::randn(t, {n}, 5))}});
-      ASSERT_TRUE(r.ok()) << r.status().message();
-      results.push_back(r->outputs[0].tensor.data());
-    }
+    const DType t = std::string(dtype) == "f32" ? DType::F32 : DType::F64;
+    const std::vector<TensorData> results =
+        fusedAndUnfused(text, TensorData::randn(t, {n}, 5), {1, 3});
+    ASSERT_EQ(results.size(), 2u);
     EXPECT_TRUE(results[0] == results[1]);
   }
 }
@@ -247,21 +261,8 @@ TEST(FusionProperty, AWrittenOutGeluRunsCloseToItsOps) {
   for (int64_t i = 0; i < 4096; ++i) x.set(i, -8.0 + 16.0 * static_cast<double>(i) / 4095.0);
   for (int64_t i = 0; i < 4; ++i)
     x.set(i, std::vector<double>{-1e30, 1e30, -0.0, 3e-39}[static_cast<size_t>(i)]);
-  std::vector<TensorData> results;
-  for (bool fusion : {true, false}) {
-    Expected<Graph> g = parseGraph(text, "g.fy");
-    ASSERT_TRUE(g.ok()) << g.status().message();
-    CompileOptions options;
-    options.fusion = fusion;
-    Expected<Executable> exe = build(std::move(*g), options);
-    ASSERT_TRUE(exe.ok()) << exe.status().message();
-    ASSERT_EQ(exe->steps.size(), fusion ? 1u : 5u);
-    Expected<Session> s = Session::create(std::move(*exe));
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    Expected<RunResult> r = s->run({{"x", Tensor(x)}});
-    ASSERT_TRUE(r.ok()) << r.status().message();
-    results.push_back(r->outputs[0].tensor.data());
-  }
+  const std::vector<TensorData> results = fusedAndUnfused(text, x, {1, 5});
+  ASSERT_EQ(results.size(), 2u);
   for (int64_t i = 0; i < 4096; ++i) {
     const double a = results[0].at(i), b = results[1].at(i);
     // Both take 1 + erf(x/√2) in f32 from Eigen's erf, whose absolute error (a few 1e-7, not

@@ -1,0 +1,68 @@
+// tests/cuda/codegen_steps.h — the steps of random graphs with their generated CUDA kernels,
+// random inputs and the reference interpreter's results: what the emulation and NVRTC tests
+// check.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backends/cuda/codegen/kernel_source.h"
+#include "ir/tensor_data.h"
+
+namespace ferry::cudatest {
+
+struct CollectedStep {
+  std::string what;  ///< "seed 12, step 3: linear+relu f32[4,8]", for failures
+  cuda::KernelSource kernel;
+  /// The kernel's `in` pointers' data, in order (an anchored group's last is its GEMM's output,
+  /// computed by the reference).
+  std::vector<TensorData> inputs;
+  TensorData want;  ///< the reference interpreter's result
+  double tolerance = 0;
+  // For coverage.
+  FusedBody body;
+  std::vector<TensorType> operands;
+  TensorType result;
+  OpKind op = OpKind::Identity;
+};
+
+/// Compiles `graphs` random graphs with fusion for the CPU (whose fusion groups are the CUDA
+/// target's too) and collects their steps whose kernel kernel_source.h prints: elementwise
+/// steps and fused groups when `elementwise`, every other kind of step otherwise.
+std::vector<CollectedStep> collectSteps(int graphs, bool elementwise);
+
+/// Every kernel of `kernels` compiled for the host (backends/cuda/codegen/emulate.h, with the
+/// compiler that built the tests) into one shared library, loaded: each source in a namespace of
+/// its own, with an extern "C" launcher.
+class HostKernels {
+ public:
+  explicit HostKernels(const std::vector<cuda::KernelSource> &kernels);
+  ~HostKernels();
+  HostKernels(const HostKernels &) = delete;
+  HostKernels &operator=(const HostKernels &) = delete;
+  /// False when the compiler or the loader failed: errors() says why.
+  bool ok() const { return handle_ != nullptr; }
+  const std::string &errors() const { return errors_; }
+  /// Runs kernel k on `inputs` (its `in` pointers in order), writing `result`, with
+  /// `scratchBytes` of zeroed scratch; returns the error flag the kernel left (0: none).
+  unsigned run(size_t k, const std::vector<const TensorData *> &inputs, TensorData &result,
+               size_t scratchBytes = 0) const;
+
+ private:
+  std::vector<cuda::KernelSource> kernels_;
+  std::string dir_, errors_;
+  void *handle_ = nullptr;
+};
+
+/// Which shapes of step occurred.
+struct Coverage {
+  int steps = 0, groups = 0, anchored = 0, elementwiseOnly = 0, large = 0, broadcastInput = 0,
+      withCast = 0, withWhere = 0, withCompare = 0, mixedDTypes = 0, halfDTypes = 0,
+      integerDTypes = 0;
+  std::string str() const;
+  /// Each shape at least three times (a gtest failure per missing shape).
+  void expectEveryShape() const;
+};
+Coverage coverageOf(const std::vector<CollectedStep> &steps);
+
+}  // namespace ferry::cudatest

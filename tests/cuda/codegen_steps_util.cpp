@@ -1,0 +1,253 @@
+// tests/cuda/codegen_steps_util.cpp — see codegen_steps.h.
+#include "cuda/codegen_steps.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "backends/reference/interpreter.h"
+#include "common/random_graph.h"
+#include "common/value_check.h"
+#include "passes/lower.h"
+
+namespace ferry::cudatest {
+
+namespace {
+
+std::vector<OpKind> generatedOps(bool elementwise) {
+  std::vector<OpKind> ops;
+  for (const OpInfo &op : allOps())
+    if (op.is(OpTrait::Elementwise) || op.is(OpTrait::GemmLike)) ops.push_back(op.kind);
+  if (elementwise) {
+    for (OpKind k : {OpKind::Softmax, OpKind::Sum, OpKind::Transpose, OpKind::Reshape}) ops.push_back(k);
+  } else {
+    for (OpKind k : {OpKind::Softmax, OpKind::LogSoftmax, OpKind::Sum, OpKind::Mean, OpKind::Max,
+                     OpKind::LayerNorm, OpKind::Transpose, OpKind::Reshape, OpKind::Slice,
+                     OpKind::Concat, OpKind::Expand, OpKind::Squeeze, OpKind::Unsqueeze,
+                     OpKind::Flatten, OpKind::Gather, OpKind::Identity})
+      ops.push_back(k);
+  }
+  return ops;
+}
+
+// Small values every dtype of their category holds: multiples of 1/64 in [-2, 2] for floats,
+// [-8, 8] for integers ([0, 16] for u8), 0/1 for bool.
+TensorData randomTensor(const TensorType &t, testutil::Rng &rng) {
+  TensorData d(t.dtype, t.shape);
+  for (int64_t i = 0; i < d.numel(); ++i) {
+    std::byte *p = d.mutableBytes().data() + static_cast<size_t>(i) * dtypeSize(t.dtype);
+    double v = 0;
+    if (t.dtype == DType::Bool) v = static_cast<double>(rng.below(2));
+    else if (t.dtype == DType::U8) v = static_cast<double>(rng.range(0, 16));
+    else if (isFloating(t.dtype)) v = static_cast<double>(rng.range(-128, 128)) / 64;
+    else v = static_cast<double>(rng.range(-8, 8));
+    storeDouble(t.dtype, p, v);
+  }
+  return d;
+}
+
+double largestMagnitude(const TensorData &t) {
+  double m = 0;
+  if (!isFloating(t.dtype())) return 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = std::fabs(loadDouble(t.dtype(), t.bytes().data() + static_cast<size_t>(i) * dtypeSize(t.dtype())));
+    if (std::isfinite(v)) m = std::max(m, v);
+  }
+  return m;
+}
+
+}  // namespace
+
+std::vector<CollectedStep> collectSteps(int graphs, bool elementwise) {
+  std::vector<CollectedStep> out;
+  const std::vector<OpKind> ops = generatedOps(elementwise);
+  testutil::Rng rng(4242);
+  for (int seed = 0; seed < graphs; ++seed) {
+    testutil::RandomGraphOptions gen{.maxNodes = 14,
+                                     .insertedRate = 0,
+                                     .devices = {Device::cpu()},
+                                     .pinRate = 0,
+                                     .dtypePinRate = 0.1,
+                                     .ops = ops,
+                                     .extremeValues = false,
+                                     .compileReady = true};
+    const Graph g = testutil::randomGraph(static_cast<uint64_t>(seed) + 91001, gen);
+    CompileOptions options;
+    options.dtype = seed % 3 == 0 ? DTypePolicy{DTypePolicy::Kind::Autocast, DType::F16}
+                                  : DTypePolicy{DTypePolicy::Kind::Promote, DType::F16};
+    options.capabilities = backendCapabilities();
+    const CompileResult compiled = compile(g, options);
+    if (!compiled.ok()) continue;
+    const Expected<Executable> exe = lower(compiled.graph, options);
+    if (!exe) continue;
+    for (size_t si = 0; si < exe->steps.size(); ++si) {
+      const Step &st = exe->steps[si];
+      const OpInfo &op = opInfo(st.op);
+      const bool isElementwise = !st.body.empty() || op.is(OpTrait::Elementwise);
+      if (st.op == OpKind::Transfer || op.is(OpTrait::Source) || isElementwise != elementwise) continue;
+      if (!elementwise && op.is(OpTrait::GemmLike)) continue;
+      CollectedStep c;
+      for (int32_t o : st.operands) c.operands.push_back(exe->slots[static_cast<size_t>(o)].type);
+      c.result = exe->slots[static_cast<size_t>(st.result)].type;
+      c.body = st.body;
+      c.op = st.op;
+      const StepSpec spec{op, st.attrs, c.operands, c.result, Device::cuda(0), st.loc,
+                          st.body.empty() ? nullptr : &c.body};
+      const bool anchored = !st.body.empty() && opInfo(st.body[0].op).is(OpTrait::GemmLike);
+      Expected<cuda::KernelSource> k =
+          anchored ? cuda::elementwiseKernel(spec, true) : cuda::stepKernel(spec);
+      c.what = "seed " + std::to_string(seed) + ", step " + std::to_string(si) + ": " +
+               stepOpName(st) + " " + c.result.str();
+      if (!k) {
+        ADD_FAILURE() << c.what << ": " << k.status().message();
+        continue;
+      }
+      c.kernel = std::move(*k);
+      for (const TensorType &t : c.operands) c.inputs.push_back(randomTensor(t, rng));
+      // The reference, micro-op by micro-op (or the one op).
+      std::vector<TensorData> values;
+      double scale = 1, roundoff = 0x1p-24;
+      bool failed = false;
+      auto eval = [&](OpKind k2, const Attrs &attrs, const std::vector<TensorData> &args,
+                      const TensorType &type) {
+        Expected<TensorData> r = reference::evalOp(opInfo(k2), args, attrs, type);
+        if (!r) {
+          failed = true;
+          return TensorData(type.dtype, type.shape);
+        }
+        roundoff = std::max(roundoff, testutil::unitRoundoff(type.dtype));
+        scale = std::max(scale, largestMagnitude(*r));
+        return std::move(*r);
+      };
+      for (const TensorData &t : c.inputs) scale = std::max(scale, largestMagnitude(t));
+      if (st.body.empty()) {
+        c.want = eval(st.op, st.attrs, c.inputs, c.result);
+      } else {
+        for (const MicroOp &m : st.body) {
+          std::vector<TensorData> args;
+          for (int32_t a : m.args)
+            args.push_back(argIsMicroOp(a) ? values[microOpOf(a)] : c.inputs[static_cast<size_t>(a)]);
+          values.push_back(eval(m.op, m.attrs, args, m.type));
+        }
+        c.want = values.back();
+        if (anchored) c.inputs.push_back(values[0]);
+      }
+      if (failed) continue;  // an index out of range: the kernels' error path, tested apart
+      const double length = static_cast<double>(std::max<size_t>(1, st.body.size()));
+      c.tolerance = roundoff * scale * (8 + 4 * length);
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+HostKernels::HostKernels(const std::vector<cuda::KernelSource> &kernels) : kernels_(kernels) {
+  dir_ = (std::filesystem::temp_directory_path() /
+          ("ferry.cuda_emulation." + std::to_string(::getpid()) + "." +
+           std::to_string(reinterpret_cast<uintptr_t>(this))))
+             .string();
+  std::filesystem::create_directories(dir_);
+  const std::string cpp = dir_ + "/kernels.cpp", so = dir_ + "/kernels.so";
+  {
+    std::ofstream out(cpp);
+    out << "#include \"" FERRY_SOURCE_DIR "/backends/cuda/codegen/emulate.h\"\n";
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      out << "namespace k" << k << " {\n" << kernels[k].source << "}\n";
+      out << "extern \"C\" void launch" << k << "(long long blocks, int threads, void **args) {\n"
+          << "  ferry_emulate::launch(k" << k << "::ferry_kernel, blocks, threads, "
+          << (kernels[k].blockSync ? "true" : "false") << ", args);\n}\n";
+    }
+  }
+  const std::string command = std::string(FERRY_HOST_CXX) + " -std=c++20 -O1 -w -shared -fPIC -o " +
+                              so + " " + cpp + " 2> " + dir_ + "/errors.txt";
+  if (std::system(command.c_str()) != 0) {
+    std::ifstream errors(dir_ + "/errors.txt");
+    errors_.assign(std::istreambuf_iterator<char>(errors), {});
+    return;
+  }
+  handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) errors_ = dlerror();
+}
+
+HostKernels::~HostKernels() {
+  if (handle_) dlclose(handle_);
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+unsigned HostKernels::run(size_t k, const std::vector<const TensorData *> &inputs,
+                          TensorData &result, size_t scratchBytes) const {
+  using Launch = void (*)(long long, int, void **);
+  auto launch = reinterpret_cast<Launch>(dlsym(handle_, ("launch" + std::to_string(k)).c_str()));
+  std::vector<const char *> in;
+  for (const TensorData *t : inputs) in.push_back(reinterpret_cast<const char *>(t->bytes().data()));
+  char *out = reinterpret_cast<char *>(result.mutableBytes().data());
+  std::vector<std::byte> scratchMemory(scratchBytes + 64);
+  char *scratch = reinterpret_cast<char *>(scratchMemory.data());
+  unsigned error = 0;
+  unsigned *errorPointer = &error;
+  std::vector<void *> args{&out, &scratch, &errorPointer};
+  for (const char *&p : in) args.push_back(&p);
+  launch(kernels_[k].blocks, kernels_[k].threads, args.data());
+  return error;
+}
+
+Coverage coverageOf(const std::vector<CollectedStep> &steps) {
+  Coverage s;
+  for (const CollectedStep &c : steps) {
+    ++s.steps;
+    for (const TensorType &t : c.operands) s.broadcastInput += t.shape != c.result.shape && t.numel() > 1;
+    if (c.body.empty()) continue;
+    ++s.groups;
+    const bool anchored = opInfo(c.body[0].op).is(OpTrait::GemmLike);
+    s.anchored += anchored;
+    s.elementwiseOnly += !anchored;
+    s.large += c.body.size() >= 4;
+    bool cast = false, where = false, compare = false, half = false, integer = false;
+    std::vector<DType> dtypes;
+    for (const MicroOp &m : c.body) {
+      cast |= m.op == OpKind::Cast;
+      where |= m.op == OpKind::Where;
+      compare |= opInfo(m.op).dtypeRule == DTypeRule::Compare;
+      half |= m.type.dtype == DType::F16 || m.type.dtype == DType::BF16;
+      integer |= !isFloating(m.type.dtype) && m.type.dtype != DType::Bool;
+      if (std::find(dtypes.begin(), dtypes.end(), m.type.dtype) == dtypes.end()) dtypes.push_back(m.type.dtype);
+    }
+    s.withCast += cast;
+    s.withWhere += where;
+    s.withCompare += compare;
+    s.halfDTypes += half;
+    s.integerDTypes += integer;
+    s.mixedDTypes += dtypes.size() > 1;
+  }
+  return s;
+}
+
+std::string Coverage::str() const {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%d groups (%d anchored, %d elementwise only, %d of 4+ micro-ops, %d with a cast, "
+                "%d with where, %d with a comparison, %d of mixed dtypes, %d with f16/bf16, %d with "
+                "integers); %d steps read a broadcast input",
+                groups, anchored, elementwiseOnly, large, withCast, withWhere, withCompare,
+                mixedDTypes, halfDTypes, integerDTypes, broadcastInput);
+  return buf;
+}
+
+void Coverage::expectEveryShape() const {
+  const std::pair<const char *, int> shapes[] = {
+      {"anchored", anchored},        {"elementwise only", elementwiseOnly},
+      {"4+ micro-ops", large},       {"broadcast input", broadcastInput},
+      {"cast", withCast},            {"where", withWhere},
+      {"comparison", withCompare},   {"mixed dtypes", mixedDTypes},
+      {"f16/bf16", halfDTypes},      {"integers", integerDTypes}};
+  for (const auto &[name, n] : shapes) EXPECT_GE(n, 3) << name;
+}
+
+}  // namespace ferry::cudatest

@@ -38,9 +38,14 @@ struct BackendEntry {
   std::function<std::unique_ptr<Target>()> target;
   /// Makes the device runtime; an error when it cannot (no such hardware, a driver error).
   std::function<Expected<std::unique_ptr<DeviceRuntime>>(const DeviceOptions &)> device;
+  /// Whether device `index` of this kind is on this machine, or why not (an error with code
+  /// "device" whose message is the reason alone). Empty: every index is (the CPU's virtual
+  /// devices).
+  std::function<Status(int index)> present;
 };
 
-/// This build's backends: the CPU's (backends/cpu) for `cpu` and its virtual devices `cpu:N`.
+/// This build's backends: the CPU's (backends/cpu) for `cpu` and its virtual devices `cpu:N`,
+/// and, in a build with the CUDA toolkit, the CUDA backend's (backends/cuda) for `cuda:N`.
 const std::vector<BackendEntry> &builtinBackends();
 
 /// The entry of `registry` for `kind`, or nullptr.
@@ -49,6 +54,18 @@ const BackendEntry *findBackend(const std::vector<BackendEntry> &registry, Devic
 /// The first of `devices` whose kind has no entry in `registry`, if any.
 std::optional<Device> firstWithoutBackend(std::span<const Device> devices,
                                           const std::vector<BackendEntry> &registry);
+
+/// The first of `devices` whose kind has an entry in `registry` but that is not on this machine
+/// (BackendEntry::present), with the reason ("this machine has 1 GPU (cuda:0)").
+std::optional<std::pair<Device, std::string>> firstAbsent(std::span<const Device> devices,
+                                                          const std::vector<BackendEntry> &registry);
+
+/// The devices this build can run on this machine: `cpu`, then `cuda:0`.. for every GPU the CUDA
+/// runtime sees (none in a build without CUDA, or without a driver or a GPU).
+std::vector<Device> machineDevices();
+
+/// Whether this build has the CUDA backend.
+bool builtWithCuda();
 
 /// "cpu, with virtual devices cpu:N; ...": what `registry` holds, for messages.
 std::string describeBackends(const std::vector<BackendEntry> &registry);

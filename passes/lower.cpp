@@ -280,9 +280,9 @@ Expected<Executable> lower(const Graph &compiled, const CompileOptions &options,
                           [&] { return lowerGraph(compiled, options, backends); });
 }
 
-Capabilities backendCapabilities() {
+Capabilities backendCapabilities(const std::vector<BackendEntry> &backends) {
   Capabilities c;
-  for (const BackendEntry &entry : builtinBackends()) {
+  for (const BackendEntry &entry : backends) {
     if (!entry.target) continue;
     const std::unique_ptr<Target> target = entry.target();
     if (target->fuses()) c.setFuses(entry.kind);
@@ -298,8 +298,8 @@ Capabilities backendCapabilities() {
   return c;
 }
 
-void useBackendCapabilities(CompileOptions &options) {
-  Capabilities table = backendCapabilities();
+void useBackendCapabilities(CompileOptions &options, const std::vector<BackendEntry> &backends) {
+  Capabilities table = backendCapabilities(backends);
   table.merge(options.capabilities);  // the caller's gaps and factors on top
   options.capabilities = std::move(table);
 }
@@ -309,7 +309,7 @@ namespace {
 Expected<Executable> compileAndLower(Graph graph, CompileOptions options,
                                      std::vector<Diagnostic> *warnings,
                                      const std::vector<BackendEntry> &backends) {
-  useBackendCapabilities(options);
+  useBackendCapabilities(options, backends);
   CompileResult r = compile(std::move(graph), options);
   if (!r.ok()) return Status(std::move(r.diagnostics));
   if (!options.stopAfter.empty())

@@ -28,15 +28,16 @@ namespace ferry {
 Expected<Executable> lower(const Graph &compiled, const CompileOptions &options,
                            const std::vector<BackendEntry> &backends = builtinBackends());
 
-/// The capability table of this build's targets as compile() reads it
-/// (CompileOptions::capabilities): every (op, dtype) a target has no kernel for on its device
-/// kind, and the cost factors of the kernels it has.
-Capabilities backendCapabilities();
+/// The capability table of the targets of `backends` (this build's by default) as compile()
+/// reads it (CompileOptions::capabilities): every (op, dtype) a target has no kernel for on its
+/// device kind, the cost factors of the kernels it has, and which kinds fuse.
+Capabilities backendCapabilities(const std::vector<BackendEntry> &backends = builtinBackends());
 
-/// `options.capabilities` merged over backendCapabilities() (Capabilities::merge: the caller's
-/// gaps and factors on top), so that placement falls back or rejects where this build's targets
+/// `options.capabilities` merged over backendCapabilities(backends) (Capabilities::merge: the
+/// caller's gaps and factors on top), so that placement falls back or rejects where the targets
 /// have no kernel instead of failing at run time: what build() and ferry-compile compile with.
-void useBackendCapabilities(CompileOptions &options);
+void useBackendCapabilities(CompileOptions &options,
+                            const std::vector<BackendEntry> &backends = builtinBackends());
 
 /// The usual path: compile() with useBackendCapabilities(), then lower(). A rejected graph's error
 /// carries every diagnostic of the compile; warnings of an accepted one go to `warnings` when

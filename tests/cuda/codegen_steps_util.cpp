@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -101,7 +102,7 @@ std::vector<CollectedStep> collectSteps(int graphs, bool elementwise) {
                           st.body.empty() ? nullptr : &c.body};
       const bool anchored = !st.body.empty() && opInfo(st.body[0].op).is(OpTrait::GemmLike);
       Expected<cuda::KernelSource> k =
-          anchored ? cuda::elementwiseKernel(spec, true) : cuda::stepKernel(spec);
+          anchored ? cuda::elementwiseKernel(spec, 1) : cuda::stepKernel(spec);
       c.what = "seed " + std::to_string(seed) + ", step " + std::to_string(si) + ": " +
                stepOpName(st) + " " + c.result.str();
       if (!k) {
@@ -148,9 +149,11 @@ std::vector<CollectedStep> collectSteps(int graphs, bool elementwise) {
 }
 
 HostKernels::HostKernels(const std::vector<cuda::KernelSource> &kernels) : kernels_(kernels) {
+  // A fresh path per library: emulate.h's inline thread-locals are unique symbols, so dlclose
+  // never unloads one, and dlopen of a path it has seen returns the old library.
+  static std::atomic<int> libraries{0};
   dir_ = (std::filesystem::temp_directory_path() /
-          ("ferry.cuda_emulation." + std::to_string(::getpid()) + "." +
-           std::to_string(reinterpret_cast<uintptr_t>(this))))
+          ("ferry.cuda_emulation." + std::to_string(::getpid()) + "." + std::to_string(libraries++)))
              .string();
   std::filesystem::create_directories(dir_);
   const std::string cpp = dir_ + "/kernels.cpp", so = dir_ + "/kernels.so";

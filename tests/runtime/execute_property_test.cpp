@@ -16,9 +16,11 @@
 // apart, and only their failure behaviour is checked.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "backends/reference/interpreter.h"
+#include "backends/registry.h"
 #include "common/random_graph.h"
 #include "common/value_check.h"
 #include "ir/printer.h"
@@ -55,10 +57,8 @@ std::vector<TensorData> outputsOf(const RunResult &r) {
   return out;
 }
 
-class ExecuteProperty : public ::testing::TestWithParam<int> {};
-
-TEST_P(ExecuteProperty, CompiledGraphsRunOnTheCpuBackendAsTheReferenceDoes) {
-  const int shard = GetParam();
+// The same on {cpu, second}: cpu:1, or cuda:0 where this build has CUDA and the machine a GPU.
+void runShard(int shard, Device second) {
   int graphs = 0, rejected = 0, bothFailed = 0, overflowed = 0, compared = 0, withTransfers = 0,
       withLoadTransfers = 0, exactOutputs = 0, failures = 0;
   for (int seed = shard; seed < kGraphs && failures < kMaxFailures; seed += kShards) {
@@ -66,7 +66,7 @@ TEST_P(ExecuteProperty, CompiledGraphsRunOnTheCpuBackendAsTheReferenceDoes) {
     const bool conditioned = seed % 3 != 0;
     testutil::RandomGraphOptions gen{.maxNodes = 12,
                                      .insertedRate = 0,
-                                     .devices = {Device::cpu(), Device::cpu(1)},
+                                     .devices = {Device::cpu(), second},
                                      .pinRate = (seed / 2) % 2 == 0 ? 0.3 : 1.0,
                                      .dtypePinRate = 0.1,
                                      .extremeValues = !conditioned,
@@ -75,7 +75,7 @@ TEST_P(ExecuteProperty, CompiledGraphsRunOnTheCpuBackendAsTheReferenceDoes) {
     const Graph g = testutil::randomGraph(static_cast<uint64_t>(seed) + 1000003, gen);
     const Policy policy = policyFor(seed);
     CompileOptions options;
-    options.devices = {Device::cpu(), Device::cpu(1)};
+    options.devices = {Device::cpu(), second};
     options.placement = policy.placement;
     options.dtype = policy.dtype;
     options.capabilities = backendCapabilities();
@@ -126,7 +126,7 @@ TEST_P(ExecuteProperty, CompiledGraphsRunOnTheCpuBackendAsTheReferenceDoes) {
       // Inputs arrive on their declared devices.
       const Device d = *r.graph.value(*r.graph.findValue(name)).device;
       Expected<Tensor> on = Tensor(t).to(d);
-      ASSERT_TRUE(on.ok());
+      ASSERT_TRUE(on.ok()) << on.status().message();
       given.push_back({name, *on});
     }
     Expected<RunResult> got = session->run(given);
@@ -185,10 +185,10 @@ TEST_P(ExecuteProperty, CompiledGraphsRunOnTheCpuBackendAsTheReferenceDoes) {
     withTransfers += plan.planTransfers > 0;
     withLoadTransfers += plan.planLoadTransfers > 0;
   }
-  std::printf("shard %d: %d graphs: %d rejected by compile, %d failed in both, %d ran but "
+  std::printf("%s, shard %d: %d graphs: %d rejected by compile, %d failed in both, %d ran but "
               "overflowed (not compared), %d ran and compared (%d with transfers per run, %d "
               "with weights copied at load, %d bool or integer outputs compared exactly)\n",
-              shard, graphs, rejected, bothFailed, overflowed, compared, withTransfers,
+              second.str().c_str(), shard, graphs, rejected, bothFailed, overflowed, compared, withTransfers,
               withLoadTransfers, exactOutputs);
   EXPECT_EQ(graphs, kGraphs / kShards);
   EXPECT_EQ(rejected + bothFailed + overflowed + compared + failures, graphs);
@@ -198,6 +198,20 @@ TEST_P(ExecuteProperty, CompiledGraphsRunOnTheCpuBackendAsTheReferenceDoes) {
   EXPECT_GT(withTransfers, compared / 20);
   EXPECT_GT(withLoadTransfers, compared / 20);
   EXPECT_GT(exactOutputs, 0);
+}
+
+class ExecuteProperty : public ::testing::TestWithParam<int> {};
+
+TEST_P(ExecuteProperty, CompiledGraphsRunOnTheCpuBackendAsTheReferenceDoes) {
+  runShard(GetParam(), Device::cpu(1));
+}
+
+// With a GPU: the CUDA backend's kernels, cuBLASLt GEMMs and copies between host and GPU.
+TEST_P(ExecuteProperty, CompiledGraphsRunOnTheCpuAndCuda0AsTheReferenceDoes) {
+  const std::vector<Device> here = machineDevices();
+  if (std::find(here.begin(), here.end(), Device::cuda(0)) == here.end())
+    GTEST_SKIP() << "no cuda:0 on this machine (or no CUDA in this build)";
+  runShard(GetParam(), Device::cuda(0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, ExecuteProperty, ::testing::Range(0, kShards));

@@ -347,15 +347,19 @@ TEST(Session, ManyThreadsShareOneSessionThatCopiesBetweenDevices) {
   });
 }
 
+// (A build with only the CPU's backend, whether or not this one has CUDA's.)
 TEST(Session, AnExecutableForADeviceWithoutABackendIsAnError) {
+  const std::vector<BackendEntry> cpuOnly{builtinBackends().front()};
   Expected<Executable> exe = build(parseOk(R"(graph g {
     input %x : f32[2] @cuda:0
     %y = neg(%x)
     output %y
   })"),
-                                   on({Device::cuda(0), Device::cpu()}));
+                                   on({Device::cuda(0), Device::cpu()}), nullptr, cpuOnly);
   ASSERT_TRUE(exe.ok()) << exe.status().message();
-  Expected<Session> s = Session::create(std::move(exe).value());
+  Session::Options options;
+  options.backends = cpuOnly;
+  Expected<Session> s = Session::create(std::move(exe).value(), options);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("runs on cuda:0, and this build of ferry has no backend"),
             std::string::npos)

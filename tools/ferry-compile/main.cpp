@@ -218,7 +218,7 @@ int run(const Options &o, Report &report) {
   report.diagnostics(result.diagnostics);
   // Compiling ahead of time for a device this build cannot drive is allowed; saying so once
   // saves a surprise at ferry-run.
-  if (result.ok())
+  if (result.ok()) {
     if (std::optional<Device> d = firstWithoutBackend(options.devices, builtinBackends())) {
       Diagnostic w{Severity::Warning,
                    "device",
@@ -231,7 +231,16 @@ int run(const Options &o, Report &report) {
       w.fix("run it with a build of ferry that has a backend for " + d->str() +
             ", or compile with --devices that leave it out");
       report.diagnostics(std::span<const Diagnostic>(&w, 1));
+    } else if (auto absent = firstAbsent(options.devices, builtinBackends())) {
+      // Ahead of time, for a machine with the GPU: fine, and said.
+      Diagnostic w{Severity::Warning, "device", {},
+                   "the model is compiled for " + absent->first.str() +
+                       ", which is not on this machine (" + absent->second + "): it will run where " +
+                       absent->first.str() + " is",
+                   {}, {}};
+      report.diagnostics(std::span<const Diagnostic>(&w, 1));
     }
+  }
   if (!result.ok()) {
     if (explainRejection) report.info("explain", suggestOptions(*original, options));
     if (!named->empty())

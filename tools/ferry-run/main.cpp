@@ -239,6 +239,14 @@ std::variant<Executable, int> loadModel(const Options &o, const Plan &p, Report 
     printDiagnostics(report, std::span<const Diagnostic>(&e, 1));
     return kFailed;
   }
+  if (auto absent = firstAbsent(p.compile.devices, builtinBackends())) {
+    Diagnostic e{Severity::Error, "device", {}, "--devices names " + absent->first.str() + ", which is not on this machine: " +
+                     absent->second,
+                 {}, {}};
+    e.fix("run with --devices that leave " + absent->first.str() + " out, or on a machine that has it");
+    printDiagnostics(report, std::span<const Diagnostic>(&e, 1));
+    return kFailed;
+  }
   Expected<Graph> graph = loadModel(o.model, p.load);
   if (!graph) {
     // --shape for a name that is no input of the model.

@@ -153,7 +153,7 @@ std::vector<int64_t> broadcastStrides(const Shape &shape, size_t rank) {
 
 }  // namespace
 
-Expected<KernelSource> elementwiseKernel(const StepSpec &step, bool anchorOutput) {
+Expected<KernelSource> elementwiseKernel(const StepSpec &step, size_t computedBefore) {
   // The micro-ops to print: the body (without its anchor), or the step's one op.
   FusedBody single;
   const FusedBody *body = step.body;
@@ -163,9 +163,10 @@ Expected<KernelSource> elementwiseKernel(const StepSpec &step, bool anchorOutput
     single.push_back(MicroOp{step.op.kind, step.attrs, args, step.result, "", step.loc});
     body = &single;
   }
+  const bool anchorOutput = computedBefore > 0;
   if (anchorOutput && (body->empty() || !opInfo((*body)[0].op).is(OpTrait::GemmLike)))
     return contract(step, "no GEMM anchor to read the output of");
-  const size_t first = anchorOutput ? 1 : 0;
+  const size_t first = computedBefore;
   if (body->size() <= first) return contract(step, "no elementwise micro-op");
   const TensorType &result = step.result;
   if (body->back().type != result)
@@ -175,16 +176,18 @@ Expected<KernelSource> elementwiseKernel(const StepSpec &step, bool anchorOutput
   // Inputs: the step's operands, then the anchor's output.
   std::vector<Input> inputs;
   for (const TensorType &t : step.operands) inputs.push_back({t});
-  if (anchorOutput) inputs.push_back({(*body)[0].type});
+  if (anchorOutput) inputs.push_back({(*body)[first - 1].type});
   const size_t anchorInput = step.operands.size();
   auto inputOf = [&](int32_t arg) -> int64_t {  // -1: a micro-op
     if (!argIsMicroOp(arg)) return arg;
-    return anchorOutput && microOpOf(arg) == 0 ? static_cast<int64_t>(anchorInput) : -1;
+    return anchorOutput && microOpOf(arg) == first - 1 ? static_cast<int64_t>(anchorInput) : -1;
   };
   for (size_t j = first; j < body->size(); ++j)
     for (int32_t arg : (*body)[j].args) {
       const int64_t in = inputOf(arg);
       if (in < 0 && microOpOf(arg) >= j) return contract(step, "a micro-op reads a later one");
+      if (in < 0 && microOpOf(arg) < first)
+        return contract(step, "micro-op " + std::to_string(j) + " reads a value the GEMM does not output");
       if (in >= static_cast<int64_t>(inputs.size())) return contract(step, "an operand out of range");
       if (in >= 0) {
         Input &input = inputs[static_cast<size_t>(in)];

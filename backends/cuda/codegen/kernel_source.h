@@ -4,9 +4,10 @@
 // types (shapes are constants in the source), and compiled by NVRTC when the model is compiled
 // (backends/cuda/nvrtc.h): the executable carries the PTX, and a GPU machine runs it without
 // recompiling. Fused groups (a micro-op program, backends/target.h) and single elementwise ops
-// are generated from their micro-ops (elementwise.cpp); reductions, softmax, layer_norm and the
-// copies of the movement ops are hand-written templates filled in with the step's shapes
-// (kernels.cpp). GEMMs are not here: cuBLASLt runs them (backends/cuda/cublaslt.cpp).
+// are generated from their micro-ops (elementwise.cpp); reductions (reduce.cpp), softmax,
+// log_softmax and layer_norm (normalize.cpp) and the copies of the movement and view ops
+// (movement.cpp) are hand-written templates filled in with the step's shapes; kernels.cpp picks
+// the generator. GEMMs are not here: cuBLASLt runs them (backends/cuda/cuda_device.cpp).
 //
 // The same text compiles for the host through emulate.h (with FERRY_EMULATE defined): that is
 // how the tests check the generated code against the reference interpreter on machines without
@@ -16,7 +17,7 @@
 //
 // The kernel's entry point is `ferry_kernel`, with one parameter per pointer, in this order:
 //   char *out, char *scratch, unsigned *error, const char *in0, ..., const char *in(N-1)
-// `error` is the device-side flag an index error sets (kernels.cpp's gather): the runtime reads
+// `error` is the device-side flag an index error sets (movement.cpp's gather): the runtime reads
 // it when it synchronizes and reports the step's location. Launches are one-dimensional.
 #pragma once
 
@@ -54,12 +55,14 @@ const char *computeType(DType t);
 const char *dtypeSuffix(DType t);
 
 /// The kernel of an elementwise step: a fused group's body without an anchor, one elementwise
-/// op (unary, binary, where, cast, comparison), or, with `anchorOutput`, the elementwise tail of
-/// a body whose first micro-op is a GEMM: that micro-op's output is then read from the last `in`
-/// pointer (after the step's operands), in the anchor's dtype. One pass over the result,
+/// op (unary, binary, where, cast, comparison), or, with `computedBefore` > 0, the elementwise
+/// tail of a body whose first micro-op is a GEMM: the first `computedBefore` micro-ops are the
+/// GEMM's (its anchor and the epilogue cuBLASLt applies), and the value of the last of them is
+/// read from the last `in` pointer (after the step's operands); the tail reads no earlier one.
+/// One pass over the result,
 /// grid-stride, four elements per thread with vector loads and stores of the operands that are
 /// dense; broadcast operands are indexed from the result's index with constant strides.
-Expected<KernelSource> elementwiseKernel(const StepSpec &step, bool anchorOutput = false);
+Expected<KernelSource> elementwiseKernel(const StepSpec &step, size_t computedBefore = 0);
 
 /// Which steps have a kernel printed by this folder: elementwise ops and fused groups
 /// (elementwiseKernel), sum/mean/max, softmax/log_softmax, layer_norm, and the copies of the

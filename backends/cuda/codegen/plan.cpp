@@ -1,0 +1,116 @@
+// backends/cuda/codegen/plan.cpp — the CUDA plan payload's saved form (plan.h).
+#include "backends/cuda/codegen/plan.h"
+
+#include <charconv>
+#include <string_view>
+
+namespace ferry::cuda {
+
+namespace {
+
+constexpr std::string_view kMagic = "ferry-cuda-plan 1";
+constexpr Epilogue kEpilogues[] = {Epilogue::None, Epilogue::Bias, Epilogue::ReluBias,
+                                   Epilogue::GeluBias, Epilogue::Relu, Epilogue::Gelu};
+
+Status bad(const std::string &field, const std::string &why) {
+  return makeError("format", "CUDA kernel plan: " + field + ": " + why);
+}
+
+}  // namespace
+
+const char *epilogueName(Epilogue e) {
+  switch (e) {
+    case Epilogue::None: return "none";
+    case Epilogue::Bias: return "bias";
+    case Epilogue::ReluBias: return "relu_bias";
+    case Epilogue::GeluBias: return "gelu_bias";
+    case Epilogue::Relu: return "relu";
+    case Epilogue::Gelu: return "gelu";
+  }
+  return "?";
+}
+
+std::string CudaPlan::encode() const {
+  std::string s(kMagic);
+  s += "\nblocks " + std::to_string(blocks) + "\nthreads " + std::to_string(threads) +
+       "\ninputs " + std::to_string(inputs) + "\nblock_sync " + (blockSync ? "1" : "0") +
+       "\nsource_hash " + std::to_string(sourceHash) + "\nepilogue " + epilogueName(epilogue) +
+       "\ngemm_micro_ops " + std::to_string(gemmMicroOps) + "\ngemm_output_offset " +
+       std::to_string(gemmOutputOffset) + "\ngemm_workspace_bytes " +
+       std::to_string(gemmWorkspaceBytes) + "\nptx " + std::to_string(ptx.size()) + "\n";
+  s += ptx;
+  return s;
+}
+
+Expected<CudaPlan> CudaPlan::decode(const std::string &payload) {
+  std::string_view rest = payload;
+  auto line = [&]() -> std::string_view {
+    const size_t end = rest.find('\n');
+    if (end == std::string_view::npos) {
+      std::string_view l = rest;
+      rest = {};
+      return l;
+    }
+    std::string_view l = rest.substr(0, end);
+    rest.remove_prefix(end + 1);
+    return l;
+  };
+  if (line() != kMagic) return bad("header", "expected '" + std::string(kMagic) + "'");
+  CudaPlan p;
+  // Each field in order: `key value`, the value a decimal integer in [lo, hi].
+  auto field = [&](std::string_view key, int64_t lo, int64_t hi, auto &out) -> Status {
+    const std::string_view l = line();
+    if (l.substr(0, key.size()) != key || l.size() <= key.size() || l[key.size()] != ' ')
+      return bad(std::string(key), "expected the line '" + std::string(key) + " <value>', got '" +
+                                       std::string(l.substr(0, 40)) + "'");
+    const std::string_view v = l.substr(key.size() + 1);
+    int64_t x = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+    if (ec != std::errc() || end != v.data() + v.size() || x < lo || x > hi)
+      return bad(std::string(key), "expected an integer in [" + std::to_string(lo) + ", " +
+                                       std::to_string(hi) + "], got '" + std::string(v.substr(0, 40)) + "'");
+    out = static_cast<std::remove_reference_t<decltype(out)>>(x);
+    return Status();
+  };
+  int64_t sync = 0;
+  FERRY_TRY(field("blocks", 1, int64_t{1} << 31, p.blocks));
+  FERRY_TRY(field("threads", 1, 1024, p.threads));
+  FERRY_TRY(field("inputs", 0, 4096, p.inputs));
+  FERRY_TRY(field("block_sync", 0, 1, sync));
+  p.blockSync = sync != 0;
+  {  // the hash is unsigned: parsed as such
+    const std::string_view l = line();
+    constexpr std::string_view key = "source_hash ";
+    uint64_t h = 0;
+    const std::string_view v = l.substr(std::min(l.size(), key.size()));
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), h);
+    if (l.substr(0, key.size()) != key || ec != std::errc() || end != v.data() + v.size())
+      return bad("source_hash", "expected an unsigned integer");
+    p.sourceHash = h;
+  }
+  {
+    const std::string_view l = line();
+    constexpr std::string_view key = "epilogue ";
+    bool found = false;
+    for (Epilogue e : kEpilogues)
+      if (l.substr(0, key.size()) == key && l.substr(key.size()) == epilogueName(e)) {
+        p.epilogue = e;
+        found = true;
+      }
+    if (!found)
+      return bad("epilogue", "expected none, bias, relu_bias, gelu_bias, relu or gelu, got '" +
+                                 std::string(l.substr(0, 40)) + "'");
+  }
+  FERRY_TRY(field("gemm_micro_ops", 0, 1 << 20, p.gemmMicroOps));
+  FERRY_TRY(field("gemm_output_offset", -1, int64_t{1} << 50, p.gemmOutputOffset));
+  FERRY_TRY(field("gemm_workspace_bytes", 0, int64_t{1} << 40, p.gemmWorkspaceBytes));
+  int64_t ptxBytes = 0;
+  FERRY_TRY(field("ptx", 0, int64_t{1} << 31, ptxBytes));
+  if (static_cast<size_t>(ptxBytes) != rest.size())
+    return bad("ptx", std::to_string(ptxBytes) + " bytes announced, " + std::to_string(rest.size()) +
+                          " follow");
+  p.ptx = std::string(rest);
+  return p;
+}
+
+}  // namespace ferry::cuda

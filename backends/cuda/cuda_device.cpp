@@ -1,0 +1,491 @@
+// backends/cuda/cuda_device.cpp — the CUDA device runtime (cuda_device.h).
+//
+// Written against the CUDA runtime API only (cudart, linked statically: no libcuda at link
+// time): PTX is loaded with cudaLibraryLoadData, which is context-independent, and launched with
+// cudaLaunchKernel on the kernel handle. A null Stream means "finished on return"
+// (backends/device.h): the legacy default stream, synchronized.
+#include "backends/cuda/cuda_device.h"
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "backends/cuda/codegen/caching_allocator.h"
+#include "backends/cuda/codegen/kernel_source.h"
+#include "backends/cuda/codegen/plan.h"
+#include "backends/cuda/libraries.h"
+
+namespace ferry {
+
+namespace {
+
+Status cudaError(cudaError_t e, const std::string &what, const Location &loc = {}) {
+  return makeError(e == cudaErrorMemoryAllocation ? "memory" : "device",
+                   what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")", loc);
+}
+
+#define FERRY_CUDA_TRY(call, what)                  \
+  do {                                              \
+    const cudaError_t e_ = (call);                  \
+    if (e_ != cudaSuccess) return cudaError(e_, what); \
+  } while (0)
+
+// cudaMalloc and cudaFree on one GPU, under the caching allocator.
+class GpuMemory final : public cuda::RawMemory {
+ public:
+  explicit GpuMemory(int device) : device_(device) {}
+  Expected<std::byte *> allocate(size_t bytes) override {
+    void *p = nullptr;
+    cudaSetDevice(device_);
+    const cudaError_t e = cudaMalloc(&p, bytes);
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // out of memory is not sticky: clear it
+      return cudaError(e, "cudaMalloc of " + std::to_string(bytes) + " bytes on cuda:" + std::to_string(device_));
+    }
+    return static_cast<std::byte *>(p);
+  }
+  void free(std::byte *p) override {
+    cudaSetDevice(device_);
+    cudaFree(p);
+  }
+
+ private:
+  int device_;
+};
+
+cudaDataType_t cudaType(DType t) {
+  switch (t) {
+    case DType::F16: return CUDA_R_16F;
+    case DType::BF16: return CUDA_R_16BF;
+    case DType::F64: return CUDA_R_64F;
+    default: return CUDA_R_32F;
+  }
+}
+
+// A generated kernel loaded from PTX, or a cuBLASLt matmul followed by an optional one.
+struct CudaKernel final : public PreparedKernel {
+  cuda::CudaPlan plan;
+  bool gemm = false;
+  Device device;
+  Location loc;
+  std::string what;  // "'gather' %idx", for errors
+  // The generated kernel.
+  cudaLibrary_t library = nullptr;
+  cudaKernel_t kernel = nullptr;
+  unsigned *flag = nullptr;  // device pointer of this kernel's index-error flag
+  // The GEMM.
+  std::vector<int32_t> gemmOperands;  // step operand per anchor operand
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool f64 = false;
+  mutable std::mutex descMutex;  // the bias pointer is set on the descriptor per launch
+  const cuda::CublasLt *lt = nullptr;
+
+  ~CudaKernel() override {
+    if (lt) {
+      if (a) lt->matrixLayoutDestroy(a);
+      if (b) lt->matrixLayoutDestroy(b);
+      if (d) lt->matrixLayoutDestroy(d);
+      if (desc) lt->matmulDescDestroy(desc);
+    }
+    if (library) cudaLibraryUnload(library);
+  }
+};
+
+class CudaDevice final : public DeviceRuntime {
+ public:
+  static constexpr size_t kFlags = 4096;
+
+  Status init(int count) {
+    for (int i = 0; i < count; ++i) {
+      devices_.push_back(Device::cuda(i));
+      memory_.push_back(std::make_unique<GpuMemory>(i));
+      allocators_.push_back(std::make_unique<cuda::CachingAllocator>(*memory_.back(), Device::cuda(i).str()));
+    }
+    // Peer access where the GPUs allow it; cudaMemcpyPeerAsync stages through the host where not.
+    for (int i = 0; i < count; ++i)
+      for (int j = 0; j < count; ++j) {
+        int can = 0;
+        if (i != j && cudaDeviceCanAccessPeer(&can, i, j) == cudaSuccess && can) {
+          cudaSetDevice(i);
+          if (cudaDeviceEnablePeerAccess(j, 0) != cudaSuccess) cudaGetLastError();
+        }
+      }
+    FERRY_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void **>(&flags_), kFlags * sizeof(unsigned),
+                                 cudaHostAllocMapped | cudaHostAllocPortable),
+                   "allocating the index-error flags");
+    for (size_t i = 0; i < kFlags; ++i) flags_[i] = 0;
+    flagOwners_.resize(kFlags);
+    return Status();
+  }
+
+  ~CudaDevice() override {
+    if (lt_ && ltHandle_) lt_->destroy(ltHandle_);
+    allocators_.clear();
+    if (flags_) cudaFreeHost(flags_);
+  }
+
+  std::span<const Device> devices() const override { return devices_; }
+
+  Expected<std::byte *> allocate(Device device, size_t bytes) override {
+    FERRY_TRY(check(device));
+    return allocators_[static_cast<size_t>(device.index)]->allocate(bytes);
+  }
+  void release(Device device, std::byte *data) override {
+    FERRY_CHECK(check(device).ok()) << "release on " << device.str() << ", which this runtime does not drive";
+    allocators_[static_cast<size_t>(device.index)]->release(data);
+  }
+  bool owns(Device device, const std::byte *data, size_t bytes) const override {
+    return check(device).ok() && allocators_[static_cast<size_t>(device.index)]->owns(data, bytes);
+  }
+
+  Expected<std::byte *> allocateHost(size_t bytes) override {
+    void *p = nullptr;
+    FERRY_CUDA_TRY(cudaMallocHost(&p, bytes == 0 ? 1 : bytes),
+                   "pinned host memory of " + std::to_string(bytes) + " bytes");
+    return static_cast<std::byte *>(p);
+  }
+  void releaseHost(std::byte *data) override { cudaFreeHost(data); }
+
+  Status copy(Device from, const std::byte *source, Device to, std::byte *destination, size_t bytes,
+              Stream stream) override {
+    FERRY_TRY(check(from));
+    FERRY_TRY(check(to));
+    if (bytes == 0) return Status();
+    FERRY_CUDA_TRY(cudaMemcpyPeerAsync(destination, to.index, source, from.index, bytes, native(stream)),
+                   "copy of " + std::to_string(bytes) + " bytes from " + from.str() + " to " + to.str());
+    return finish(stream);
+  }
+  Status upload(const std::byte *host, Device to, std::byte *destination, size_t bytes,
+                Stream stream) override {
+    FERRY_TRY(check(to));
+    if (bytes == 0) return Status();
+    cudaSetDevice(to.index);
+    FERRY_CUDA_TRY(cudaMemcpyAsync(destination, host, bytes, cudaMemcpyHostToDevice, native(stream)),
+                   "upload of " + std::to_string(bytes) + " bytes to " + to.str());
+    return finish(stream);
+  }
+  Status download(Device from, const std::byte *source, std::byte *host, size_t bytes,
+                  Stream stream) override {
+    FERRY_TRY(check(from));
+    if (bytes == 0) return Status();
+    cudaSetDevice(from.index);
+    FERRY_CUDA_TRY(cudaMemcpyAsync(host, source, bytes, cudaMemcpyDeviceToHost, native(stream)),
+                   "download of " + std::to_string(bytes) + " bytes from " + from.str());
+    return finish(stream);
+  }
+
+  Expected<std::unique_ptr<PreparedKernel>> prepare(const KernelPlan &plan, const StepSpec &step) override {
+    auto mismatch = [&](const std::string &why) {
+      return makeError("internal",
+                       "the kernel plan '" + plan.kernel + "' of '" + std::string(step.op.name) +
+                           "' on " + step.device.str() + " " + why,
+                       step.loc);
+    };
+    if (plan.kernel != cuda::kKernelPlanName && plan.kernel != cuda::kGemmPlanName)
+      return mismatch("is not a CUDA kernel (an executable compiled for another target?)");
+    FERRY_TRY(check(step.device));
+    Expected<cuda::CudaPlan> decoded = cuda::CudaPlan::decode(plan.payload);
+    if (!decoded) return mismatch("cannot be read: " + decoded.status().diagnostics().front().message);
+    auto k = std::make_unique<CudaKernel>();
+    k->plan = std::move(*decoded);
+    k->gemm = plan.kernel == cuda::kGemmPlanName;
+    k->device = step.device;
+    k->loc = step.loc;
+    k->what = "'" + std::string(step.op.name) + "'";
+    cudaSetDevice(step.device.index);
+    if (!k->plan.ptx.empty()) {
+      const size_t expected = step.operands.size() + (k->gemm ? 1 : 0);
+      if (static_cast<size_t>(k->plan.inputs) != expected)
+        return mismatch("takes " + std::to_string(k->plan.inputs) + " inputs, the step has " +
+                        std::to_string(expected));
+      FERRY_CUDA_TRY(cudaLibraryLoadData(&k->library, k->plan.ptx.c_str(), nullptr, nullptr, 0,
+                                         nullptr, nullptr, 0),
+                     "loading the PTX of " + k->what + " on " + step.device.str());
+      FERRY_CUDA_TRY(cudaLibraryGetKernel(&k->kernel, k->library, cuda::kKernelName),
+                     "finding the kernel of " + k->what);
+      const size_t slot = nextFlag_++ % kFlags;
+      {
+        std::lock_guard lock(flagMutex_);
+        flagOwners_[slot] = {step.loc, k->what + " on " + step.device.str()};
+      }
+      unsigned *device = nullptr;
+      FERRY_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void **>(&device), flags_ + slot, 0),
+                     "mapping the index-error flag");
+      k->flag = device;
+    } else if (!k->gemm) {
+      return mismatch("has no PTX");
+    }
+    if (k->gemm) FERRY_TRY(prepareGemm(*k, step));
+    return std::unique_ptr<PreparedKernel>(std::move(k));
+  }
+
+  Status launch(const PreparedKernel &prepared, const KernelArgs &args, Stream stream) override {
+    const auto &k = static_cast<const CudaKernel &>(prepared);
+    cudaSetDevice(k.device.index);
+    const std::byte *gemmOut = nullptr;
+    if (k.gemm) {
+      std::byte *out = k.plan.gemmOutputOffset >= 0 ? args.scratch + k.plan.gemmOutputOffset : args.result;
+      FERRY_TRY(runGemm(k, args, out, stream));
+      gemmOut = out;
+      if (k.plan.ptx.empty()) return finish(stream);
+    }
+    std::vector<const char *> in;
+    for (const std::byte *p : args.operands) in.push_back(reinterpret_cast<const char *>(p));
+    if (gemmOut) in.push_back(reinterpret_cast<const char *>(gemmOut));
+    char *out = reinterpret_cast<char *>(args.result);
+    char *scratch = reinterpret_cast<char *>(args.scratch);
+    unsigned *flag = k.flag;
+    std::vector<void *> params{&out, &scratch, &flag};
+    for (const char *&p : in) params.push_back(&p);
+    FERRY_CUDA_TRY(cudaLaunchKernel(reinterpret_cast<const void *>(k.kernel),
+                                    dim3(static_cast<unsigned>(k.plan.blocks)),
+                                    dim3(static_cast<unsigned>(k.plan.threads)), params.data(), 0,
+                                    native(stream)),
+                   "launching the kernel of " + k.what + " on " + k.device.str());
+    return finish(stream);
+  }
+
+  Expected<Stream> createStream(Device device) override {
+    FERRY_TRY(check(device));
+    cudaSetDevice(device.index);
+    cudaStream_t s = nullptr;
+    FERRY_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "creating a stream on " + device.str());
+    return Stream{s, device};
+  }
+  void destroyStream(Stream stream) override {
+    if (stream.handle) cudaStreamDestroy(static_cast<cudaStream_t>(stream.handle));
+  }
+  Expected<Event> recordEvent(Stream stream) override {
+    cudaSetDevice(stream.device.index);
+    cudaEvent_t e = nullptr;
+    FERRY_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an event");
+    FERRY_CUDA_TRY(cudaEventRecord(e, native(stream)), "recording an event");
+    return Event{e};
+  }
+  Status waitEvent(Stream stream, Event event) override {
+    if (!event.handle) return Status();
+    FERRY_CUDA_TRY(cudaStreamWaitEvent(native(stream), static_cast<cudaEvent_t>(event.handle), 0),
+                   "waiting for an event");
+    return Status();
+  }
+  void destroyEvent(Event event) override {
+    if (event.handle) cudaEventDestroy(static_cast<cudaEvent_t>(event.handle));
+  }
+  Status synchronize(Stream stream) override {
+    cudaSetDevice(stream.device.index);
+    FERRY_CUDA_TRY(cudaStreamSynchronize(native(stream)), "running on " + stream.device.str());
+    return checkFlags();
+  }
+
+ private:
+  Status check(Device d) const {
+    if (d.kind != DeviceKind::Cuda || d.index < 0 || static_cast<size_t>(d.index) >= devices_.size())
+      return makeError("device", d.str() + " is not driven by this CUDA runtime (it drives " +
+                                     std::to_string(devices_.size()) + " GPUs)");
+    return Status();
+  }
+  static cudaStream_t native(Stream s) { return static_cast<cudaStream_t>(s.handle); }
+  // A null stream is synchronous (backends/device.h).
+  Status finish(Stream stream) {
+    if (stream.handle) return Status();
+    return synchronize(stream);
+  }
+
+  Status checkFlags() {
+    std::lock_guard lock(flagMutex_);
+    const size_t used = std::min<size_t>(nextFlag_, kFlags);
+    for (size_t i = 0; i < used; ++i) {
+      if (__atomic_load_n(&flags_[i], __ATOMIC_ACQUIRE) == 0) continue;
+      __atomic_store_n(&flags_[i], 0u, __ATOMIC_RELEASE);
+      return makeError("runtime", "an index out of range in " + flagOwners_[i].second +
+                                      " (found by the kernel)", flagOwners_[i].first);
+    }
+    return Status();
+  }
+
+  Status prepareGemm(CudaKernel &k, const StepSpec &step) {
+    Expected<const cuda::CublasLt *> api = cuda::cublasLt();
+    if (!api) return api.status();
+    k.lt = *api;
+    {
+      std::lock_guard lock(ltMutex_);
+      if (!ltHandle_) {
+        lt_ = *api;
+        if (cublasStatus_t s = lt_->create(&ltHandle_); s != CUBLAS_STATUS_SUCCESS)
+          return makeError("device", std::string("cublasLtCreate: ") + lt_->getStatusString(s));
+      }
+    }
+    const bool fused = step.body != nullptr;
+    const OpKind anchor = fused ? (*step.body)[0].op : step.op.kind;
+    std::vector<TensorType> types;
+    if (fused) {
+      for (int32_t arg : (*step.body)[0].args) {
+        k.gemmOperands.push_back(arg);
+        types.push_back(step.operands[static_cast<size_t>(arg)]);
+      }
+    } else {
+      for (size_t i = 0; i < step.operands.size(); ++i) {
+        k.gemmOperands.push_back(static_cast<int32_t>(i));
+        types.push_back(step.operands[i]);
+      }
+    }
+    const TensorType &out = fused ? (*step.body)[static_cast<size_t>(k.plan.gemmMicroOps) - 1].type : step.result;
+    auto bad = [&](const std::string &why) {
+      return makeError("internal", "cuBLASLt GEMM of " + k.what + " on " + step.device.str() + ": " + why, step.loc);
+    };
+    if (types.size() < 2) return bad("fewer than two operands");
+    // Row-major C[M,N] = A[M,K] B[K,N] is column-major C^T = B^T A^T: cuBLASLt's A is our B.
+    int64_t m = 0, n = 0, kk = 0, batch = 1, strideA = 0, strideB = 0;
+    bool transposeWeight = false;
+    const Shape &x = types[0].shape, &w = types[1].shape;
+    if (anchor == OpKind::Linear) {
+      if (w.size() != 2) return bad("the weight is not 2-D");
+      kk = w[1];
+      n = w[0];
+      m = kk == 0 ? 0 : types[0].numel() / kk;
+      transposeWeight = true;
+    } else {
+      const size_t ra = x.size(), rb = w.size();
+      m = ra >= 2 ? x[ra - 2] : 1;
+      kk = x[ra - 1];
+      n = rb >= 2 ? w[rb - 1] : 1;
+      const int64_t batchA = ra > 2 ? numel(std::span(x).first(ra - 2)) : 1;
+      const int64_t batchB = rb > 2 ? numel(std::span(w).first(rb - 2)) : 1;
+      batch = std::max(batchA, batchB);
+      if ((batchA != 1 && batchA != batch) || (batchB != 1 && batchB != batch))
+        return bad("batch dims that broadcast both ways");
+      // Operands whose batch dims differ from the result's but have as many elements would be
+      // another layout; the shapes compile() gives broadcast one side entirely or neither.
+      strideA = batchA == 1 ? 0 : m * kk;
+      strideB = batchB == 1 ? 0 : kk * n;
+    }
+    const cudaDataType_t type = cudaType(out.dtype);
+    k.f64 = out.dtype == DType::F64;
+    const cublasComputeType_t compute = k.f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+    const cudaDataType_t scale = k.f64 ? CUDA_R_64F : CUDA_R_32F;
+    const cuda::CublasLt &lt = *k.lt;
+    auto ok = [&](cublasStatus_t s, const char *what) -> Status {
+      if (s == CUBLAS_STATUS_SUCCESS) return Status();
+      return bad(std::string(what) + ": " + lt.getStatusString(s));
+    };
+    FERRY_TRY(ok(lt.matmulDescCreate(&k.desc, compute, scale), "cublasLtMatmulDescCreate"));
+    const cublasOperation_t opT = CUBLAS_OP_T;
+    if (transposeWeight)
+      FERRY_TRY(ok(lt.matmulDescSetAttribute(k.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT), "TRANSA"));
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    switch (k.plan.epilogue) {
+      case cuda::Epilogue::None: break;
+      case cuda::Epilogue::Bias: epilogue = CUBLASLT_EPILOGUE_BIAS; break;
+      case cuda::Epilogue::ReluBias: epilogue = CUBLASLT_EPILOGUE_RELU_BIAS; break;
+      case cuda::Epilogue::GeluBias: epilogue = CUBLASLT_EPILOGUE_GELU_BIAS; break;
+      case cuda::Epilogue::Relu: epilogue = CUBLASLT_EPILOGUE_RELU; break;
+      case cuda::Epilogue::Gelu: epilogue = CUBLASLT_EPILOGUE_GELU; break;
+    }
+    FERRY_TRY(ok(lt.matmulDescSetAttribute(k.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue), "EPILOGUE"));
+    // cuBLASLt's A: the weight (N x K column-major as stored, transposed) or B (N x K).
+    if (transposeWeight)
+      FERRY_TRY(ok(lt.matrixLayoutCreate(&k.a, type, static_cast<uint64_t>(kk), static_cast<uint64_t>(n), kk), "layout A"));
+    else
+      FERRY_TRY(ok(lt.matrixLayoutCreate(&k.a, type, static_cast<uint64_t>(n), static_cast<uint64_t>(kk), n), "layout A"));
+    FERRY_TRY(ok(lt.matrixLayoutCreate(&k.b, type, static_cast<uint64_t>(kk), static_cast<uint64_t>(m), kk), "layout B"));
+    FERRY_TRY(ok(lt.matrixLayoutCreate(&k.d, type, static_cast<uint64_t>(n), static_cast<uint64_t>(m), n), "layout D"));
+    if (batch > 1) {
+      const int32_t count = static_cast<int32_t>(batch);
+      const int64_t strideD = m * n;
+      for (auto [layout, stride] : {std::pair{k.a, strideB}, std::pair{k.b, strideA}, std::pair{k.d, strideD}}) {
+        FERRY_TRY(ok(lt.matrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), "batch count"));
+        FERRY_TRY(ok(lt.matrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride), "batch stride"));
+      }
+    }
+    cublasLtMatmulPreference_t preference = nullptr;
+    FERRY_TRY(ok(lt.matmulPreferenceCreate(&preference), "preference"));
+    const uint64_t workspace = k.plan.gemmWorkspaceBytes;
+    lt.matmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t s = lt.matmulAlgoGetHeuristic(ltHandle_, k.desc, k.a, k.b, k.d, k.d, preference, 1, &result, &found);
+    lt.matmulPreferenceDestroy(preference);
+    FERRY_TRY(ok(s, "cublasLtMatmulAlgoGetHeuristic"));
+    if (found == 0) return bad("cuBLASLt has no algorithm for " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(kk));
+    k.algo = result.algo;
+    return Status();
+  }
+
+  Status runGemm(const CudaKernel &k, const KernelArgs &args, std::byte *out, Stream stream) {
+    const std::byte *x = args.operands[static_cast<size_t>(k.gemmOperands[0])];
+    const std::byte *w = args.operands[static_cast<size_t>(k.gemmOperands[1])];
+    const float alpha32 = 1, beta32 = 0;
+    const double alpha64 = 1, beta64 = 0;
+    const void *alpha = k.f64 ? static_cast<const void *>(&alpha64) : &alpha32;
+    const void *beta = k.f64 ? static_cast<const void *>(&beta64) : &beta32;
+    std::lock_guard lock(k.descMutex);
+    if (k.gemmOperands.size() == 3) {
+      const void *bias = args.operands[static_cast<size_t>(k.gemmOperands[2])];
+      k.lt->matmulDescSetAttribute(k.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    }
+    // cuBLASLt's A is our second operand, its B our first (cuda_device.cpp, prepareGemm).
+    const cublasStatus_t s = k.lt->matmul(ltHandle_, k.desc, alpha, w, k.a, x, k.b, beta, out, k.d, out, k.d,
+                                          &k.algo, args.scratch, k.plan.gemmWorkspaceBytes, native(stream));
+    if (s != CUBLAS_STATUS_SUCCESS)
+      return makeError("device", "cuBLASLt GEMM of " + k.what + " on " + k.device.str() + ": " +
+                                     k.lt->getStatusString(s), k.loc);
+    return Status();
+  }
+
+  std::vector<Device> devices_;
+  std::vector<std::unique_ptr<GpuMemory>> memory_;
+  std::vector<std::unique_ptr<cuda::CachingAllocator>> allocators_;
+  unsigned *flags_ = nullptr;  // mapped host memory, kFlags words
+  std::atomic<size_t> nextFlag_{0};
+  std::mutex flagMutex_;
+  std::vector<std::pair<Location, std::string>> flagOwners_;
+  std::mutex ltMutex_;
+  const cuda::CublasLt *lt_ = nullptr;
+  cublasLtHandle_t ltHandle_ = nullptr;
+};
+
+}  // namespace
+
+int visibleCudaDevices() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+Status cudaDevicePresent(int index) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return makeError("device", std::string("the CUDA runtime finds no GPU it can use (") +
+                                   cudaGetErrorString(e) +
+                                   (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice
+                                        ? "; is an NVIDIA GPU and its driver installed?)"
+                                        : ")"));
+  }
+  if (index < 0 || index >= count)
+    return makeError("device", "this machine has " + std::to_string(count) +
+                                   (count == 1 ? " GPU (cuda:0)" : " GPUs") +
+                                   (count > 1 ? " (cuda:0 to cuda:" + std::to_string(count - 1) + ")" : ""));
+  return Status();
+}
+
+Expected<std::unique_ptr<DeviceRuntime>> makeCudaDevice(int devices, bool checked) {
+  (void)checked;  // the caching allocator tracks every block: owns() is always exact
+  const int last = std::max(devices, 1) - 1;
+  if (Status s = cudaDevicePresent(last); !s.ok())
+    return makeError("device", "cuda:" + std::to_string(last) + " is not on this machine: " + s.diagnostics().front().message);
+  auto runtime = std::make_unique<CudaDevice>();
+  FERRY_TRY(runtime->init(devices));
+  return std::unique_ptr<DeviceRuntime>(std::move(runtime));
+}
+
+}  // namespace ferry

@@ -1,0 +1,155 @@
+// backends/cuda/cuda_target.cpp — the CUDA capability table and kernel plans (cuda_target.h).
+//
+// A GEMM step (matmul or linear, alone or anchoring a fused group) becomes a cuBLASLt matmul
+// whose epilogue takes the linear's bias and a relu or tanh-gelu right after it, then, when the
+// group goes on, a generated kernel for the rest (reading the GEMM's output from scratch, or in
+// place when it has the result's type). Every other step is one generated kernel
+// (codegen/kernel_source.h). The plan carries the PTX (codegen/plan.h).
+#include "backends/cuda/cuda_target.h"
+
+#include "backends/cuda/codegen/kernel_source.h"
+#include "backends/cuda/codegen/plan.h"
+#include "backends/cuda/nvrtc.h"
+
+namespace ferry {
+
+namespace cuda {
+
+bool hasKernel(OpKind op, DType dtype) {
+  const OpInfo &info = opInfo(op);
+  if (!acceptsDType(info.accepts, dtype)) return false;
+  if (info.is(OpTrait::Elementwise))
+    return info.dtypeRule != DTypeRule::PromoteFloat || isFloating(dtype);
+  switch (op) {
+    // cuBLASLt: f16 and bf16 on tensor cores with f32 accumulation, f32, and f64 (a linear's
+    // bias is a cuBLASLt epilogue, which f64 lacks).
+    case OpKind::Matmul:
+      return dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F32 || dtype == DType::F64;
+    case OpKind::Linear: return dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F32;
+    case OpKind::Sum:
+    case OpKind::Mean:
+    case OpKind::Max:
+    case OpKind::Softmax:
+    case OpKind::LogSoftmax:
+    case OpKind::LayerNorm:
+    case OpKind::Reshape:
+    case OpKind::Transpose:
+    case OpKind::Concat:
+    case OpKind::Slice:
+    case OpKind::Gather:
+    case OpKind::Unsqueeze:
+    case OpKind::Squeeze:
+    case OpKind::Flatten:
+    case OpKind::Expand:
+    case OpKind::Identity: return true;
+    // Copies are the runtime's; a constant is a weight (uploaded once, at load).
+    case OpKind::Transfer:
+    case OpKind::Constant: return true;
+    // No CUDA kernel yet: placement runs these on the CPU (or rejects them, without fallback).
+    default: return false;
+  }
+}
+
+}  // namespace cuda
+
+namespace {
+
+Status contract(const StepSpec &step, const std::string &what) {
+  return makeError("internal",
+                   "step '" + std::string(step.op.name) + "' on " + step.device.str() +
+                       " is outside the CUDA kernels' contract: " + what,
+                   step.loc);
+}
+
+uint64_t align256(uint64_t n) { return (n + 255) / 256 * 256; }
+
+// Whether micro-op j of `body` is read by any micro-op after `after`.
+bool readAfter(const FusedBody &body, size_t j, size_t after) {
+  for (size_t k = after + 1; k < body.size(); ++k)
+    for (int32_t a : body[k].args)
+      if (argIsMicroOp(a) && microOpOf(a) == j) return true;
+  return false;
+}
+
+Expected<KernelPlan> lowerGemm(const StepSpec &step) {
+  cuda::CudaPlan plan;
+  const bool fused = step.body != nullptr;
+  const OpKind anchor = fused ? (*step.body)[0].op : step.op.kind;
+  const TensorType &anchorType = fused ? (*step.body)[0].type : step.result;
+  const size_t anchorOperands = fused ? (*step.body)[0].args.size() : step.operands.size();
+  if (!cuda::hasKernel(anchor, anchorType.dtype))
+    return contract(step, "no cuBLASLt GEMM computes it in " + std::string(dtypeName(anchorType.dtype)));
+  const bool bias = anchor == OpKind::Linear && anchorOperands == 3;
+  plan.epilogue = bias ? cuda::Epilogue::Bias : cuda::Epilogue::None;
+  plan.gemmMicroOps = 1;
+  // An activation right after the GEMM, of its type, that nothing after reads around: the
+  // epilogue applies it (cuBLASLt's GELU is the tanh approximation).
+  if (fused && step.body->size() >= 2 && !readAfter(*step.body, 0, 1)) {
+    const MicroOp &next = (*step.body)[1];
+    const bool readsAnchor = next.args.size() == 1 && argIsMicroOp(next.args[0]) && microOpOf(next.args[0]) == 0;
+    if (readsAnchor && next.type == anchorType) {
+      if (next.op == OpKind::Relu) {
+        plan.epilogue = bias ? cuda::Epilogue::ReluBias : cuda::Epilogue::Relu;
+        plan.gemmMicroOps = 2;
+      } else if (next.op == OpKind::Gelu &&
+                 attrString(opInfo(OpKind::Gelu), next.attrs, "approximate") == "tanh") {
+        plan.epilogue = bias ? cuda::Epilogue::GeluBias : cuda::Epilogue::Gelu;
+        plan.gemmMicroOps = 2;
+      }
+    }
+  }
+  plan.gemmWorkspaceBytes = cuda::kGemmWorkspaceBytes;
+  uint64_t scratch = plan.gemmWorkspaceBytes;
+  const bool tail = fused && static_cast<size_t>(plan.gemmMicroOps) < step.body->size();
+  if (tail) {
+    const TensorType &gemmOut = (*step.body)[static_cast<size_t>(plan.gemmMicroOps) - 1].type;
+    if (gemmOut != step.result) {
+      plan.gemmOutputOffset = static_cast<int64_t>(scratch);
+      scratch += align256(gemmOut.byteSize());
+    }
+    Expected<cuda::KernelSource> k = cuda::elementwiseKernel(step, static_cast<size_t>(plan.gemmMicroOps));
+    if (!k) return k.status();
+    Expected<std::string> ptx = cuda::compileToPtx(*k);
+    if (!ptx) return ptx.status();
+    plan.blocks = k->blocks;
+    plan.threads = k->threads;
+    plan.inputs = k->inputs;
+    plan.blockSync = k->blockSync;
+    plan.sourceHash = k->hash();
+    plan.ptx = std::move(*ptx);
+  }
+  return KernelPlan{cuda::kGemmPlanName, scratch, plan.encode()};
+}
+
+}  // namespace
+
+KernelCapability CudaTarget::capability(OpKind op, DType dtype) const {
+  if (!cuda::hasKernel(op, dtype)) return {};
+  return {true, 1.0};
+}
+
+Expected<KernelPlan> CudaTarget::lower(const StepSpec &step) const {
+  if (step.device.kind != DeviceKind::Cuda) return contract(step, "the CUDA target runs on cuda devices only");
+  if (step.op.kind == OpKind::Transfer) return contract(step, "a 'transfer' is not lowered to a kernel");
+  const bool gemm = step.body ? opInfo((*step.body)[0].op).is(OpTrait::GemmLike)
+                              : step.op.is(OpTrait::GemmLike);
+  if (gemm) return lowerGemm(step);
+  if (!step.body && !cuda::hasKernel(step.op.kind, step.result.dtype) &&
+      step.op.dtypeRule != DTypeRule::Compare)
+    return contract(step, "no kernel computes it in " + std::string(dtypeName(step.result.dtype)) +
+                              " (placement should have moved or rejected this node)");
+  Expected<cuda::KernelSource> k = cuda::stepKernel(step);
+  if (!k) return k.status();
+  Expected<std::string> ptx = cuda::compileToPtx(*k);
+  if (!ptx) return ptx.status();
+  cuda::CudaPlan plan;
+  plan.blocks = k->blocks;
+  plan.threads = k->threads;
+  plan.inputs = k->inputs;
+  plan.blockSync = k->blockSync;
+  plan.sourceHash = k->hash();
+  plan.ptx = std::move(*ptx);
+  return KernelPlan{cuda::kKernelPlanName, 0, plan.encode()};
+}
+
+}  // namespace ferry

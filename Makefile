@@ -6,9 +6,19 @@ CMAKE_FLAGS ?=
 
 # Compile the example (the annotated graph), run it on the CPU with seeded random inputs, and
 # draw it as SVG next to it.
+# With a GPU (ferry-run --list-devices names cuda:0), the model runs there; without, on the CPU,
+# and the demo says why there is no GPU.
 demo: build
 	./$(BUILD)/bin/ferry-compile examples/mlp.fy
-	./$(BUILD)/bin/ferry-run examples/mlp.fy --random-inputs --iterations 20
+	@if ./$(BUILD)/bin/ferry-run --list-devices 2>/dev/null | grep -qx 'cuda:0'; then \
+	  echo "demo: running on the GPU (cuda:0)"; \
+	  echo "./$(BUILD)/bin/ferry-run examples/mlp.fy --devices cpu,cuda:0 --target cuda:0 --placement auto --random-inputs --iterations 20"; \
+	  ./$(BUILD)/bin/ferry-run examples/mlp.fy --devices cpu,cuda:0 --target cuda:0 --placement auto --random-inputs --iterations 20; \
+	else \
+	  echo "demo: running on the CPU; $$(./$(BUILD)/bin/ferry-run --list-devices 2>&1 >/dev/null | sed 's/^ferry-run: //')"; \
+	  echo "./$(BUILD)/bin/ferry-run examples/mlp.fy --random-inputs --iterations 20"; \
+	  ./$(BUILD)/bin/ferry-run examples/mlp.fy --random-inputs --iterations 20; \
+	fi
 	./$(BUILD)/bin/ferry-compile examples/mlp.fy --emit svg -o examples/mlp.svg
 	@echo "demo: the annotated graph is drawn in examples/mlp.svg (open it in a browser)"
 

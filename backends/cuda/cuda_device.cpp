@@ -72,9 +72,10 @@ struct CudaKernel final : public PreparedKernel {
   Device device;
   Location loc;
   std::string what;  // "'gather' %idx", for errors
-  // The generated kernel.
-  cudaLibrary_t library = nullptr;
-  cudaKernel_t kernel = nullptr;
+  // The generated kernel, and an anchored plan's anchor kernel.
+  cudaLibrary_t library = nullptr, anchorLibrary = nullptr;
+  cudaKernel_t kernel = nullptr, anchorKernel = nullptr;
+  bool anchored = false;
   unsigned *flag = nullptr;  // device pointer of this kernel's index-error flag
   // The GEMM.
   std::vector<int32_t> gemmOperands;  // step operand per anchor operand
@@ -93,6 +94,7 @@ struct CudaKernel final : public PreparedKernel {
       if (desc) lt->matmulDescDestroy(desc);
     }
     if (library) cudaLibraryUnload(library);
+    if (anchorLibrary) cudaLibraryUnload(anchorLibrary);
   }
 };
 
@@ -186,7 +188,8 @@ class CudaDevice final : public DeviceRuntime {
                            "' on " + step.device.str() + " " + why,
                        step.loc);
     };
-    if (plan.kernel != cuda::kKernelPlanName && plan.kernel != cuda::kGemmPlanName)
+    if (plan.kernel != cuda::kKernelPlanName && plan.kernel != cuda::kGemmPlanName &&
+        plan.kernel != cuda::kAnchoredPlanName)
       return mismatch("is not a CUDA kernel (an executable compiled for another target?)");
     FERRY_TRY(check(step.device));
     Expected<cuda::CudaPlan> decoded = cuda::CudaPlan::decode(plan.payload);
@@ -194,12 +197,15 @@ class CudaDevice final : public DeviceRuntime {
     auto k = std::make_unique<CudaKernel>();
     k->plan = std::move(*decoded);
     k->gemm = plan.kernel == cuda::kGemmPlanName;
+    k->anchored = plan.kernel == cuda::kAnchoredPlanName;
+    if (k->anchored && (!step.body || k->plan.anchorPtx.empty()))
+      return mismatch("is an anchored kernel without a fused body or an anchor kernel");
     k->device = step.device;
     k->loc = step.loc;
     k->what = "'" + std::string(step.op.name) + "'";
     cudaSetDevice(step.device.index);
     if (!k->plan.ptx.empty()) {
-      const size_t expected = step.operands.size() + (k->gemm ? 1 : 0);
+      const size_t expected = step.operands.size() + (k->gemm || k->anchored ? 1 : 0);
       if (static_cast<size_t>(k->plan.inputs) != expected)
         return mismatch("takes " + std::to_string(k->plan.inputs) + " inputs, the step has " +
                         std::to_string(expected));
@@ -220,6 +226,18 @@ class CudaDevice final : public DeviceRuntime {
     } else if (!k->gemm) {
       return mismatch("has no PTX");
     }
+    if (k->anchored) {
+      for (int32_t arg : (*step.body)[0].args) {
+        if (arg < 0 || static_cast<size_t>(arg) >= step.operands.size())
+          return mismatch("has an anchor that reads no operand of the step");
+        k->gemmOperands.push_back(arg);
+      }
+      FERRY_CUDA_TRY(cudaLibraryLoadData(&k->anchorLibrary, k->plan.anchorPtx.c_str(), nullptr,
+                                         nullptr, 0, nullptr, nullptr, 0),
+                     "loading the anchor's PTX of " + k->what + " on " + step.device.str());
+      FERRY_CUDA_TRY(cudaLibraryGetKernel(&k->anchorKernel, k->anchorLibrary, cuda::kKernelName),
+                     "finding the anchor kernel of " + k->what);
+    }
     if (k->gemm) FERRY_TRY(prepareGemm(*k, step));
     return std::unique_ptr<PreparedKernel>(std::move(k));
   }
@@ -228,26 +246,42 @@ class CudaDevice final : public DeviceRuntime {
     const auto &k = static_cast<const CudaKernel &>(prepared);
     cudaSetDevice(k.device.index);
     const std::byte *gemmOut = nullptr;
-    if (k.gemm) {
+    if (k.gemm || k.anchored) {
       std::byte *out = k.plan.gemmOutputOffset >= 0 ? args.scratch + k.plan.gemmOutputOffset : args.result;
-      FERRY_TRY(runGemm(k, args, out, stream));
+      if (k.gemm) {
+        FERRY_TRY(runGemm(k, args, out, stream));
+      } else {
+        std::vector<const std::byte *> anchorIn;
+        for (int32_t arg : k.gemmOperands) anchorIn.push_back(args.operands[static_cast<size_t>(arg)]);
+        FERRY_TRY(run(k, k.anchorKernel, k.plan.anchorBlocks, k.plan.anchorThreads, out, args.scratch,
+                      anchorIn, stream));
+      }
       gemmOut = out;
       if (k.plan.ptx.empty()) return finish(stream);
     }
+    std::vector<const std::byte *> in(args.operands.begin(), args.operands.end());
+    if (gemmOut) in.push_back(gemmOut);
+    FERRY_TRY(run(k, k.kernel, k.plan.blocks, k.plan.threads, args.result, args.scratch, in, stream));
+    return finish(stream);
+  }
+
+  // One generated kernel: out, scratch, the error flag, then the `in` pointers.
+  Status run(const CudaKernel &k, cudaKernel_t kernel, int64_t blocks, int32_t threads,
+             std::byte *result, std::byte *scratchBytes, const std::vector<const std::byte *> &inputs,
+             Stream stream) {
     std::vector<const char *> in;
-    for (const std::byte *p : args.operands) in.push_back(reinterpret_cast<const char *>(p));
-    if (gemmOut) in.push_back(reinterpret_cast<const char *>(gemmOut));
-    char *out = reinterpret_cast<char *>(args.result);
-    char *scratch = reinterpret_cast<char *>(args.scratch);
+    for (const std::byte *p : inputs) in.push_back(reinterpret_cast<const char *>(p));
+    char *out = reinterpret_cast<char *>(result);
+    char *scratch = reinterpret_cast<char *>(scratchBytes);
     unsigned *flag = k.flag;
     std::vector<void *> params{&out, &scratch, &flag};
     for (const char *&p : in) params.push_back(&p);
-    FERRY_CUDA_TRY(cudaLaunchKernel(reinterpret_cast<const void *>(k.kernel),
-                                    dim3(static_cast<unsigned>(k.plan.blocks)),
-                                    dim3(static_cast<unsigned>(k.plan.threads)), params.data(), 0,
+    FERRY_CUDA_TRY(cudaLaunchKernel(reinterpret_cast<const void *>(kernel),
+                                    dim3(static_cast<unsigned>(blocks)),
+                                    dim3(static_cast<unsigned>(threads)), params.data(), 0,
                                     native(stream)),
                    "launching the kernel of " + k.what + " on " + k.device.str());
-    return finish(stream);
+    return Status();
   }
 
   Expected<Stream> createStream(Device device) override {

@@ -121,6 +121,45 @@ Expected<KernelPlan> lowerGemm(const StepSpec &step) {
   return KernelPlan{cuda::kGemmPlanName, scratch, plan.encode()};
 }
 
+// A fused group whose anchor has a generated kernel (conv2d): that kernel, writing scratch or
+// the result, then the tail's.
+Expected<KernelPlan> lowerAnchored(const StepSpec &step) {
+  const MicroOp &a = (*step.body)[0];
+  std::vector<TensorType> operands;
+  for (int32_t arg : a.args) {
+    if (argIsMicroOp(arg) || static_cast<size_t>(arg) >= step.operands.size())
+      return contract(step, "the anchor reads something other than the step's operands");
+    operands.push_back(step.operands[static_cast<size_t>(arg)]);
+  }
+  const StepSpec anchor{opInfo(a.op), a.attrs, operands, a.type, step.device, a.loc};
+  Expected<cuda::KernelSource> ak = cuda::stepKernel(anchor);
+  if (!ak) return ak.status();
+  Expected<std::string> anchorPtx = cuda::compileToPtx(*ak);
+  if (!anchorPtx) return anchorPtx.status();
+  Expected<cuda::KernelSource> tail = cuda::elementwiseKernel(step, 1);
+  if (!tail) return tail.status();
+  Expected<std::string> ptx = cuda::compileToPtx(*tail);
+  if (!ptx) return ptx.status();
+  cuda::CudaPlan plan;
+  plan.gemmMicroOps = 1;
+  plan.anchorBlocks = ak->blocks;
+  plan.anchorThreads = ak->threads;
+  plan.anchorBlockSync = ak->blockSync;
+  plan.anchorPtx = std::move(*anchorPtx);
+  plan.blocks = tail->blocks;
+  plan.threads = tail->threads;
+  plan.inputs = tail->inputs;
+  plan.blockSync = tail->blockSync;
+  plan.sourceHash = tail->hash();
+  plan.ptx = std::move(*ptx);
+  uint64_t scratch = 0;
+  if (a.type != step.result) {
+    plan.gemmOutputOffset = 0;
+    scratch = align256(a.type.byteSize());
+  }
+  return KernelPlan{cuda::kAnchoredPlanName, scratch, plan.encode()};
+}
+
 }  // namespace
 
 KernelCapability CudaTarget::capability(OpKind op, DType dtype) const {
@@ -133,7 +172,12 @@ Expected<KernelPlan> CudaTarget::lower(const StepSpec &step) const {
   if (step.op.kind == OpKind::Transfer) return contract(step, "a 'transfer' is not lowered to a kernel");
   const bool gemm = step.body ? opInfo((*step.body)[0].op).is(OpTrait::GemmLike)
                               : step.op.is(OpTrait::GemmLike);
-  if (gemm) return lowerGemm(step);
+  if (gemm) {
+    const OpKind anchor = step.body ? (*step.body)[0].op : step.op.kind;
+    if (anchor == OpKind::Matmul || anchor == OpKind::Linear) return lowerGemm(step);
+    if (step.body) return lowerAnchored(step);
+    // A conv2d alone: its generated kernel, below.
+  }
   if (!step.body && !cuda::hasKernel(step.op.kind, step.result.dtype) &&
       step.op.dtypeRule != DTypeRule::Compare)
     return contract(step, "no kernel computes it in " + std::string(dtypeName(step.result.dtype)) +

@@ -197,6 +197,10 @@ TEST(CudaPlan, EncodesAndDecodesAndRejectsBrokenPayloads) {
   p.gemmOutputOffset = 4096;
   p.gemmWorkspaceBytes = 1 << 20;
   p.ptx = std::string("//ptx\n\0binary ok", 16);
+  p.anchorBlocks = 7;
+  p.anchorThreads = 64;
+  p.anchorBlockSync = true;
+  p.anchorPtx = "// anchor\nptx 3\n";  // looks like a field: only the length counts
   Expected<cuda::CudaPlan> q = cuda::CudaPlan::decode(p.encode());
   ASSERT_TRUE(q.ok()) << q.status().message();
   EXPECT_EQ(q->blocks, 12);
@@ -209,6 +213,10 @@ TEST(CudaPlan, EncodesAndDecodesAndRejectsBrokenPayloads) {
   EXPECT_EQ(q->gemmOutputOffset, 4096);
   EXPECT_EQ(q->gemmWorkspaceBytes, 1u << 20);
   EXPECT_EQ(q->ptx, p.ptx);
+  EXPECT_EQ(q->anchorBlocks, 7);
+  EXPECT_EQ(q->anchorThreads, 64);
+  EXPECT_TRUE(q->anchorBlockSync);
+  EXPECT_EQ(q->anchorPtx, p.anchorPtx);
   const std::string good = p.encode();
   auto rejects = [](const std::string &payload, const std::string &field) {
     Expected<cuda::CudaPlan> r = cuda::CudaPlan::decode(payload);
@@ -225,6 +233,9 @@ TEST(CudaPlan, EncodesAndDecodesAndRejectsBrokenPayloads) {
   s.replace(s.find("epilogue gelu_bias"), 18, "epilogue swish_bias");
   rejects(s, "epilogue");
   rejects(good.substr(0, good.size() - 1), "ptx");
+  s = good;
+  s.replace(s.find("anchor_ptx 16"), 13, "anchor_ptx 99");
+  rejects(s, "anchor_ptx");
   rejects(good + "x", "ptx");
   s = good;
   s.replace(s.find("blocks 12"), 9, "blocks -1");

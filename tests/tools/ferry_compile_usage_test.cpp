@@ -133,7 +133,7 @@ TEST_F(FerryCompileUsage, ParseErrorsNameTheOptionAndWhatItExpects) {
                    "unexpected argument 'other.fy': the model is given once, and options start "
                    "with -");
   expectUsageError(model + " --devices",
-                   "--devices: expected LIST (devices the model may use, e.g. cpu,cpu:1,cuda:0), "
+                   "--devices: expected LIST (devices the model may use, e.g. cpu,cuda:0 (default: cpu, every GPU)), "
                    "got nothing");
   expectUsageError(model + " --devices --emit dot", "--devices: expected LIST");
   expectUsageError(model + " --devices --emit dot", "got the option '--emit'");

@@ -141,6 +141,25 @@ TEST_F(FerryRun, AModelForADeviceWithoutABackendIsRefusedUpFront) {
   EXPECT_TRUE(contains(saved.err, savedError)) << saved.err;
 }
 
+// --list-devices: what --devices may name here, one per line, and why there is no GPU when
+// there is none; no model needed.
+TEST_F(FerryRun, ListDevicesNamesTheHostAndEveryGpuAndSaysWhyThereIsNone) {
+  Result r = run("--list-devices");
+  EXPECT_EQ(r.exit, 0) << r.err;
+  std::string expected;
+  for (Device d : machineDevices()) expected += d.str() + "\n";
+  EXPECT_EQ(r.out, expected);
+  EXPECT_EQ(r.out.substr(0, 4), "cpu\n");
+  if (machineDevices().size() == 1) {
+    EXPECT_TRUE(contains(r.err, builtWithCuda() ? "ferry-run: no GPU: the CUDA runtime finds no GPU"
+                                                : "ferry-run: no GPU: this build of ferry has no CUDA backend"))
+        << r.err;
+  }
+  Result none = run("");
+  EXPECT_EQ(none.exit, 2);
+  EXPECT_TRUE(contains(none.err, "error: model is required (see --help)")) << none.err;
+}
+
 TEST_F(FerryRun, ExampleMlpWithRandomInputs) {
   Result r = run(shellQuote(example("mlp.fy").string()) + " --random-inputs --iterations 3");
   ASSERT_EQ(r.exit, 0) << r.err;

@@ -1,6 +1,8 @@
 // tools/common/compile_flags.cpp — the shared compile-option flags and their checks.
 #include "tools/common/compile_flags.h"
 
+#include "backends/registry.h"
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
@@ -82,8 +84,15 @@ Status costModel(const CompileFlags &f, CostModel &cost) {
 
 }  // namespace
 
+std::string defaultDeviceList() {
+  std::string list;
+  for (Device d : machineDevices()) list += (list.empty() ? "" : ",") + d.str();
+  return list;
+}
+
 void addPolicyFlags(CLI::App &app, CompileFlags &f) {
-  app.add_option("--devices", f.devices, "Devices the model may use, e.g. cpu,cpu:1,cuda:0")
+  app.add_option("--devices", f.devices,
+                 "Devices the model may use, e.g. cpu,cuda:0 (default: cpu, every GPU)")
       ->type_name("LIST")
       ->capture_default_str();
   app.add_option("--target", f.target,

@@ -17,9 +17,13 @@ class App;
 
 namespace ferry {
 
+/// "cpu,cuda:0,...": --devices when not given: the host and every GPU this build can use here.
+std::string defaultDeviceList();
+
 /// The compile options as written on the command line; checked by toCompileOptions().
 struct CompileFlags {
-  std::string devices = "cpu";
+  /// `cpu`, then every GPU this machine has when the build has CUDA (machineDevices()).
+  std::string devices = defaultDeviceList();
   std::optional<std::string> target;  ///< unset: the first of `devices`; given, never empty
   std::string placement = "strict";
   std::string dtype = "strict";

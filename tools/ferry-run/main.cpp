@@ -73,6 +73,7 @@ constexpr int64_t kMaxRuns = 1'000'000;
 // The command line as written; checked by checkFlags().
 struct Options {
   std::string model;
+  bool listDevices = false;
   CompileFlags compile;
   std::string compileFlagGiven;  // the first compile flag on the command line, or ""
   std::vector<std::string> shapes;
@@ -515,8 +516,9 @@ void addOptions(CLI::App &app, Options &o) {
   app.formatter(std::make_shared<HelpFormatter>());
   app.add_option("model", o.model,
                  "A .fy or ONNX (.onnx) model, or an executable saved by ferry (.ferry)")
-      ->required()
       ->type_name("MODEL");
+  app.add_flag("--list-devices", o.listDevices,
+               "Print the devices this build can run on here, one per line, and exit");
   app.add_option("--input", o.inputs, "Input NAME from a .npy or ONNX TensorProto .pb file")
       ->type_name("NAME=FILE.npy|FILE.pb")
       ->allow_extra_args(false);
@@ -556,10 +558,24 @@ void addOptions(CLI::App &app, Options &o) {
       "--check-dir: input_K and output_K go by their TensorProto's name, else by position;\n"
       "floats pass where |got - expected| <= atol + rtol * |expected| (as ONNX's backend\n"
       "tests), NaN only where NaN is expected; integers and bools must be equal.\n"
-      "Exit status: 0 ran (every output matched --check-dir's), 1 the model was rejected, a\n"
-      "run failed or an output differs (diagnostics on stderr), 2 usage error, bad\n"
-      "FERRY_NUM_THREADS, unreadable model or input, an input of the wrong name, dtype or\n"
-      "shape, or a --check-dir folder missing, empty or of other counts than the model's.\n");
+      "Exit status: 0 ran (and matched --check-dir's outputs), 1 rejected, a run failed or an\n"
+      "output differs, 2 usage error, bad FERRY_NUM_THREADS, unreadable model or input, input\n"
+      "of the wrong name, dtype or shape, --check-dir of other counts than the model's.\n");
+}
+
+// --list-devices: the devices on stdout, one per line (what --devices takes); why there is no GPU,
+// when there is none, on stderr. Exit status 0.
+int listDevices() {
+  const std::vector<Device> devices = machineDevices();
+  for (Device d : devices) std::printf("%s\n", d.str().c_str());
+  if (devices.size() == 1) {
+    if (!builtWithCuda())
+      std::fprintf(stderr, "ferry-run: no GPU: this build of ferry has no CUDA backend (no CUDA "
+                           "toolkit when it was configured)\n");
+    else if (auto absent = firstAbsent(std::vector<Device>{Device::cuda(0)}, builtinBackends()))
+      std::fprintf(stderr, "ferry-run: no GPU: %s\n", absent->second.c_str());
+  }
+  return kOk;
 }
 
 // Parses the command line into `o` as ferry-compile does (tools/common/cli_errors.h): a value
@@ -573,6 +589,8 @@ std::optional<int> parseCommandLine(int argc, char **argv, Options &o, Report &r
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (Status s = checkRandomInputsSeed(argc, argv); !s.ok()) return report.usage(oneLine(s));
   if (std::optional<int> done = parseArgs(app, args, report)) return done;
+  if (o.listDevices) return listDevices();
+  if (o.model.empty()) return report.usage("model is required (see --help)");
   o.compileFlagGiven = firstCompileFlagGiven(app);
   return std::nullopt;
 }

@@ -1,14 +1,16 @@
 // backends/cuda/codegen/plan.h — what a CUDA kernel plan's payload holds (KernelPlan::payload,
 // backends/target.h), and its saved form.
 //
-// Two kernels exist: "cuda.kernel", one generated kernel (kernel_source.h), and "cuda.gemm", a
-// cuBLASLt matmul with an optional epilogue, followed by an optional generated kernel for the
-// rest of the fused group (its tail). Shapes, strides and cuBLASLt's layouts are not saved: the
+// Three kinds of plan exist: "cuda.kernel", one generated kernel (kernel_source.h); "cuda.gemm",
+// a cuBLASLt matmul with an optional epilogue, followed by an optional generated kernel for the
+// rest of the fused group (its tail); "cuda.anchored", a fused group whose anchor has a
+// generated kernel of its own (conv2d), followed by the tail's. Shapes, strides and cuBLASLt's layouts are not saved: the
 // device runtime derives them from the step's types when it prepares the kernel. What is saved is
 // what lowering decided and what needs the toolkit's compiler: launch sizes, the epilogue, and
 // the PTX that NVRTC made from the source (kept beside it, with its hash, for dumps and errors).
 //
-// The saved form is text lines `key value` and, last, `ptx <bytes>` then that many bytes. A
+// The saved form is text lines `key value`, then `anchor_ptx <n>`, a newline, n bytes and a
+// newline, and last `ptx <n>`, a newline and n bytes. A
 // saved executable is checked by its checksum, but a payload is still parsed as untrusted: every
 // field is checked, and a bad one is an error that names it.
 #pragma once
@@ -22,13 +24,15 @@ namespace ferry::cuda {
 
 inline constexpr const char *kKernelPlanName = "cuda.kernel";
 inline constexpr const char *kGemmPlanName = "cuda.gemm";
+inline constexpr const char *kAnchoredPlanName = "cuda.anchored";
 
 /// What cuBLASLt applies to the product before it is stored (cublasLtEpilogue_t's subset).
 enum class Epilogue : uint8_t { None, Bias, ReluBias, GeluBias, Relu, Gelu };
 const char *epilogueName(Epilogue e);
 
 struct CudaPlan {
-  // The generated kernel (cuda.kernel; cuda.gemm's tail when `ptx` is not empty).
+  // The generated kernel (cuda.kernel; the tail of cuda.gemm and cuda.anchored when `ptx` is not
+  // empty).
   int64_t blocks = 1;
   int32_t threads = 256;
   int32_t inputs = 0;
@@ -37,14 +41,21 @@ struct CudaPlan {
   std::string ptx;
   // cuda.gemm only.
   Epilogue epilogue = Epilogue::None;
-  /// Micro-ops of the fused body the GEMM computes (its anchor, and those its epilogue applies);
-  /// the tail kernel computes the rest.
+  /// Micro-ops of the fused body the GEMM or the anchor kernel computes (the anchor, and those
+  /// cuBLASLt's epilogue applies); the tail kernel computes the rest.
   int32_t gemmMicroOps = 0;
-  /// Where the GEMM's output goes when a tail follows: scratch at this offset (the tail reads it
-  /// and writes the result); -1 when it is written to the result (no tail, or a tail in place).
+  /// Where the GEMM's or anchor kernel's output goes when a tail follows: scratch at this offset
+  /// (the tail reads it and writes the result); -1 when it is written to the result (no tail, or
+  /// a tail in place).
   int64_t gemmOutputOffset = -1;
   /// cuBLASLt's workspace: scratch bytes at offset 0.
   uint64_t gemmWorkspaceBytes = 0;
+  // cuda.anchored only: the anchor's generated kernel, whose `in` pointers are the anchor
+  // micro-op's operands.
+  int64_t anchorBlocks = 1;
+  int32_t anchorThreads = 256;
+  bool anchorBlockSync = false;
+  std::string anchorPtx;
 
   std::string encode() const;
   /// Parses a payload; an error with code "format" naming the field that is wrong.

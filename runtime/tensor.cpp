@@ -1,6 +1,7 @@
 // runtime/tensor.cpp — Tensor: host bytes with a device label.
 #include "runtime/tensor.h"
 
+#include "backends/registry.h"
 #include "ir/npy.h"
 
 namespace ferry {
@@ -14,7 +15,7 @@ Expected<Tensor> Tensor::fromNpy(const std::string &path) {
 Status Tensor::writeNpy(const std::string &path) const { return ferry::writeNpy(data_, path); }
 
 Expected<Tensor> Tensor::to(Device device) const {
-  if (!device.isHost())
+  if (!device.isHost() && !findBackend(builtinBackends(), device.kind))
     return makeError("device", "cannot move " + str() + " to " + device.str() +
                                    ": this build of ferry has no backend for " + device.str());
   if (device == device_) return *this;

@@ -1,10 +1,11 @@
 // runtime/tensor.h — a tensor an app hands to or gets from a Session: shape, dtype, the device
 // its bytes are on, and shared storage.
 //
-// Today every device a Session runs on is host memory (cpu and the virtual cpu:N), so a
-// Tensor's bytes are a TensorData's shared host buffer labelled with the device they belong
-// to. Copies of a Tensor share bytes (like TensorData); clone() copies them. The label is what
-// the strict input check reads: an input declared on cpu:1 refuses a tensor labelled cpu.
+// A Tensor's bytes are a TensorData's shared host buffer labelled with the device they belong
+// to, for every device (cpu, the virtual cpu:N, and cuda:N, whose Session uploads an input from
+// them and downloads an output into them: a Tensor does not hold GPU memory yet). Copies of a
+// Tensor share bytes (like TensorData); clone() copies them. The label is what the strict input
+// check reads: an input declared on cpu:1 refuses a tensor labelled cpu.
 #pragma once
 
 #include <string>
@@ -42,8 +43,8 @@ class Tensor {
   TensorData &data() { return data_; }
   std::span<const std::byte> bytes() const { return data_.bytes(); }
 
-  /// A copy of the bytes on `device` (or this Tensor itself when it is there already): an error
-  /// for a device this build cannot hold memory on (cuda:N until the CUDA backend lands).
+  /// A copy of the bytes labelled `device` (or this Tensor itself when it is there already): an
+  /// error for a device kind this build has no backend for (cuda:N without the CUDA toolkit).
   Expected<Tensor> to(Device device) const;
   /// A copy of the bytes on the same device.
   Tensor clone() const;

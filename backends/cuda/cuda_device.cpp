@@ -8,7 +8,9 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -126,6 +128,11 @@ class CudaDevice final : public DeviceRuntime {
   }
 
   ~CudaDevice() override {
+    for (auto &[index, st] : staging_)
+      for (int i = 0; i < 2; ++i) {
+        if (st->buffer[i]) cudaFreeHost(st->buffer[i]);
+        if (st->done[i]) cudaEventDestroy(st->done[i]);
+      }
     if (lt_ && ltHandle_) lt_->destroy(ltHandle_);
     allocators_.clear();
     if (flags_) cudaFreeHost(flags_);
@@ -167,8 +174,12 @@ class CudaDevice final : public DeviceRuntime {
     FERRY_TRY(check(to));
     if (bytes == 0) return Status();
     cudaSetDevice(to.index);
-    FERRY_CUDA_TRY(cudaMemcpyAsync(destination, host, bytes, cudaMemcpyHostToDevice, native(stream)),
-                   "upload of " + std::to_string(bytes) + " bytes to " + to.str());
+    const std::string what = "upload of " + std::to_string(bytes) + " bytes to " + to.str();
+    if (bytes >= kStageThreshold && !pinned(host)) {
+      FERRY_TRY(stagedUpload(to, host, destination, bytes, native(stream), what));
+      return finish(stream);
+    }
+    FERRY_CUDA_TRY(cudaMemcpyAsync(destination, host, bytes, cudaMemcpyHostToDevice, native(stream)), what);
     return finish(stream);
   }
   Status download(Device from, const std::byte *source, std::byte *host, size_t bytes,
@@ -176,8 +187,10 @@ class CudaDevice final : public DeviceRuntime {
     FERRY_TRY(check(from));
     if (bytes == 0) return Status();
     cudaSetDevice(from.index);
-    FERRY_CUDA_TRY(cudaMemcpyAsync(host, source, bytes, cudaMemcpyDeviceToHost, native(stream)),
-                   "download of " + std::to_string(bytes) + " bytes from " + from.str());
+    const std::string what = "download of " + std::to_string(bytes) + " bytes from " + from.str();
+    if (bytes >= kStageThreshold && !pinned(host))
+      return stagedDownload(from, source, host, bytes, native(stream), what);
+    FERRY_CUDA_TRY(cudaMemcpyAsync(host, source, bytes, cudaMemcpyDeviceToHost, native(stream)), what);
     return finish(stream);
   }
 
@@ -470,6 +483,88 @@ class CudaDevice final : public DeviceRuntime {
                                      k.lt->getStatusString(s), k.loc);
     return Status();
   }
+
+  // Copies between pageable host memory (an app's tensors) and a GPU go through two pinned
+  // staging buffers per GPU, alternately: the host copies one chunk into a buffer while the copy
+  // engine moves the previous one, so a large copy runs at about the pinned rate instead of the
+  // driver's pageable path. Smaller copies, and pinned host memory, go directly.
+  static constexpr size_t kStageThreshold = size_t{1} << 20;
+  static constexpr size_t kStageBytes = size_t{8} << 20;
+  struct Staging {
+    std::mutex mutex;
+    std::byte *buffer[2] = {nullptr, nullptr};
+    cudaEvent_t done[2] = {nullptr, nullptr};
+  };
+
+  static bool pinned(const void *host) {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, host) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return a.type == cudaMemoryTypeHost;
+  }
+
+  // The staging buffers of `d`, made on first use; locked while a copy uses them.
+  Expected<Staging *> staging(Device d) {
+    std::lock_guard lock(stagingMutex_);
+    auto &st = staging_[d.index];
+    if (!st) {
+      auto made = std::make_unique<Staging>();
+      for (int i = 0; i < 2; ++i) {
+        FERRY_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void **>(&made->buffer[i]), kStageBytes,
+                                     cudaHostAllocPortable),
+                       "pinned staging memory for " + d.str());
+        FERRY_CUDA_TRY(cudaEventCreateWithFlags(&made->done[i], cudaEventDisableTiming),
+                       "a staging event on " + d.str());
+      }
+      st = std::move(made);
+    }
+    return st.get();
+  }
+
+  Status stagedUpload(Device to, const std::byte *host, std::byte *destination, size_t bytes,
+                      cudaStream_t stream, const std::string &what) {
+    Expected<Staging *> st = staging(to);
+    if (!st) return st.status();
+    std::lock_guard lock((*st)->mutex);
+    for (size_t at = 0, i = 0; at < bytes; at += kStageBytes, i ^= 1) {
+      const size_t n = std::min(kStageBytes, bytes - at);
+      FERRY_CUDA_TRY(cudaEventSynchronize((*st)->done[i]), what);  // the buffer's last copy read it
+      std::memcpy((*st)->buffer[i], host + at, n);
+      FERRY_CUDA_TRY(cudaMemcpyAsync(destination + at, (*st)->buffer[i], n, cudaMemcpyHostToDevice, stream), what);
+      FERRY_CUDA_TRY(cudaEventRecord((*st)->done[i], stream), what);
+    }
+    return Status();
+  }
+
+  Status stagedDownload(Device from, const std::byte *source, std::byte *host, size_t bytes,
+                        cudaStream_t stream, const std::string &what) {
+    Expected<Staging *> st = staging(from);
+    if (!st) return st.status();
+    std::lock_guard lock((*st)->mutex);
+    // Chunk i is copied into buffer i % 2 while chunk i - 1 is copied out of the other.
+    auto drain = [&](size_t at, size_t i) -> Status {
+      FERRY_CUDA_TRY(cudaEventSynchronize((*st)->done[i]), what);
+      std::memcpy(host + at, (*st)->buffer[i], std::min(kStageBytes, bytes - at));
+      return Status();
+    };
+    size_t i = 0, previous = 0;
+    bool pending = false;
+    for (size_t at = 0; at < bytes; at += kStageBytes, i ^= 1) {
+      const size_t n = std::min(kStageBytes, bytes - at);
+      FERRY_CUDA_TRY(cudaMemcpyAsync((*st)->buffer[i], source + at, n, cudaMemcpyDeviceToHost, stream), what);
+      FERRY_CUDA_TRY(cudaEventRecord((*st)->done[i], stream), what);
+      if (pending) FERRY_TRY(drain(previous, i ^ 1));
+      previous = at;
+      pending = true;
+    }
+    if (pending) FERRY_TRY(drain(previous, i ^ 1));
+    return Status();
+  }
+
+  std::mutex stagingMutex_;
+  std::map<int, std::unique_ptr<Staging>> staging_;
 
   std::vector<Device> devices_;
   std::vector<std::unique_ptr<GpuMemory>> memory_;

@@ -45,7 +45,12 @@ bool hasKernel(OpKind op, DType dtype) {
     // Copies are the runtime's; a constant is a weight (uploaded once, at load).
     case OpKind::Transfer:
     case OpKind::Constant: return true;
-    // No CUDA kernel yet: placement runs these on the CPU (or rejects them, without fallback).
+    // Generated direct kernels (codegen/conv_pool.cpp): correct, not yet tensor-core fast.
+    case OpKind::Conv2d:
+    case OpKind::MaxPool2d:
+    case OpKind::AvgPool2d:
+    case OpKind::GlobalAvgPool:
+    case OpKind::BatchNorm: return true;
     default: return false;
   }
 }

@@ -31,7 +31,8 @@ std::vector<OpKind> generatedOps(bool elementwise) {
     for (OpKind k : {OpKind::Softmax, OpKind::LogSoftmax, OpKind::Sum, OpKind::Mean, OpKind::Max,
                      OpKind::LayerNorm, OpKind::Transpose, OpKind::Reshape, OpKind::Slice,
                      OpKind::Concat, OpKind::Expand, OpKind::Squeeze, OpKind::Unsqueeze,
-                     OpKind::Flatten, OpKind::Gather, OpKind::Identity})
+                     OpKind::Flatten, OpKind::Gather, OpKind::Identity, OpKind::MaxPool2d,
+                     OpKind::AvgPool2d, OpKind::GlobalAvgPool, OpKind::BatchNorm})
       ops.push_back(k);
   }
   return ops;
@@ -92,7 +93,8 @@ std::vector<CollectedStep> collectSteps(int graphs, bool elementwise) {
       const OpInfo &op = opInfo(st.op);
       const bool isElementwise = !st.body.empty() || op.is(OpTrait::Elementwise);
       if (st.op == OpKind::Transfer || op.is(OpTrait::Source) || isElementwise != elementwise) continue;
-      if (!elementwise && op.is(OpTrait::GemmLike)) continue;
+      // cuBLASLt runs matmul and linear; a conv2d alone has a generated kernel.
+      if (!elementwise && op.is(OpTrait::GemmLike) && st.op != OpKind::Conv2d) continue;
       CollectedStep c;
       for (int32_t o : st.operands) c.operands.push_back(exe->slots[static_cast<size_t>(o)].type);
       c.result = exe->slots[static_cast<size_t>(st.result)].type;

@@ -143,32 +143,67 @@ TEST(CudaTarget, AGemmWithATailWritesScratchWhenTheTypesDiffer) {
   EXPECT_EQ(plan->inputs, 3);  // x, w, and the GEMM's output
 }
 
-// What the CUDA kernels lack runs on the CPU under fallback, with the warning naming it, and
-// is an error without it.
+// What the CUDA kernels lack (an integer matmul: cuBLASLt's are float) runs on the CPU under
+// fallback, with the warning naming it, and is an error without it.
 TEST(CudaTarget, PlacementFallsBackToTheCpuForOpsWithoutACudaKernel) {
   const std::string text = R"(graph g {
-  input %x : f32[1,3,8,8] @cuda:0
-  %p = max_pool2d(%x, kernel=[2, 2], stride=[2, 2])
-  %y = relu(%p)
+  input %x : i32[4,8] @cuda:0
+  param %w : i32[8,2] = zeros
+  %m = matmul(%x, %w)
+  %y = relu(%m)
   output %y
 })";
   CompileOptions o = gpuOptions();
-  o.placement = PlacementPolicy::Strict;
   useBackendCapabilities(o);
+  EXPECT_FALSE(o.capabilities.supports(Device::cuda(0), OpKind::Matmul, DType::I32));
+  EXPECT_TRUE(o.capabilities.supports(Device::cuda(0), OpKind::Matmul, DType::BF16));
   CompileResult r = compile(parse(text), o);
   ASSERT_TRUE(r.ok());
   bool warned = false;
   for (const Diagnostic &d : r.diagnostics) warned |= d.code == "fallback";
   EXPECT_TRUE(warned);
+  int matmuls = 0;
   for (NodeId id : r.graph.order()) {
     const Node &n = r.graph.node(id);
-    if (n.op == OpKind::MaxPool2d) {
+    if (n.op == OpKind::Matmul) {
+      ++matmuls;
       EXPECT_EQ(r.graph.value(n.result).device, Device::cpu());
     }
   }
+  EXPECT_EQ(matmuls, 1);
   o.fallback = false;
   CompileResult rejected = compile(parse(text), o);
   EXPECT_FALSE(rejected.ok());
+}
+
+// Every op of the table has a CUDA kernel in some dtype it accepts.
+TEST(CudaTarget, EveryOpHasACudaKernel) {
+  for (const OpInfo &op : allOps()) {
+    bool any = false;
+    for (DType t : kAllDTypes) any |= cuda::hasKernel(op.kind, t);
+    EXPECT_TRUE(any) << op.name;
+  }
+}
+
+// A conv2d group on cuda:0: the generated conv kernel, then the tail's.
+TEST(CudaTarget, AConvGroupIsAnAnchoredPlanWithTwoKernels) {
+  Expected<Executable> exe = build(parse(R"(graph g {
+  input %x : f32[2,3,8,8] @cuda:0
+  param %w : f32[4,3,3,3] = randn(seed=1)
+  param %b : f32[4] = zeros
+  %c = conv2d(%x, %w, %b, padding=[1, 1])
+  %r = relu(%c)
+  %y = mul(%r, 0.5)
+  output %y
+})"), gpuOptions());
+  ASSERT_TRUE(exe.ok()) << exe.status().message();
+  const Step &st = exe->steps.back();
+  ASSERT_EQ(st.plan.kernel, cuda::kAnchoredPlanName) << stepOpName(st);
+  Expected<cuda::CudaPlan> plan = cuda::CudaPlan::decode(st.plan.payload);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_NE(plan->anchorPtx.find(".entry ferry_kernel"), std::string::npos);
+  EXPECT_NE(plan->ptx.find(".entry ferry_kernel"), std::string::npos);
+  EXPECT_EQ(plan->gemmOutputOffset, -1);  // the conv's output has the result's type: in place
 }
 
 TEST(CudaTarget, ASessionWithoutAGpuIsAClearDeviceError) {

@@ -1,6 +1,7 @@
 // backends/cuda/codegen/generators_impl.h — internal: the generators of the hand-written
-// kernel templates (reductions, softmax, layer_norm, the copies of the movement and view ops) and
-// the pieces of source they share. stepKernel (kernels.cpp) picks one per step.
+// kernel templates (reductions, softmax, layer_norm, the copies of the movement and view ops,
+// conv2d, the pools and batch_norm) and the pieces of source they share. stepKernel (kernels.cpp)
+// picks one per step.
 //
 // Two shapes of kernel serve the row-wise ops (reductions, softmax, layer_norm): a short row is a
 // thread's (grid-stride over rows, no synchronisation), a long one a block's (one block per row,
@@ -27,6 +28,14 @@ Expected<KernelSource> layerNormKernel(const StepSpec &step);
 /// The copies of reshape, flatten, squeeze, unsqueeze, identity, transpose, slice and expand
 /// (a strided read per result element), concat and gather (movement.cpp).
 Expected<KernelSource> movementKernel(const StepSpec &step);
+/// conv2d, NCHW, with groups, stride, padding, dilation and an optional bias: a direct sum per
+/// result element (conv_pool.cpp).
+Expected<KernelSource> conv2dKernel(const StepSpec &step);
+/// max_pool2d and avg_pool2d with their padding, dilation and ceil_mode / count_include_pad, and
+/// global_avg_pool (conv_pool.cpp).
+Expected<KernelSource> poolKernel(const StepSpec &step);
+/// batch_norm (inference: x, scale, bias, mean, var) over dim 1 (conv_pool.cpp).
+Expected<KernelSource> batchNormKernel(const StepSpec &step);
 
 // --- shared pieces ---------------------------------------------------------------------------
 

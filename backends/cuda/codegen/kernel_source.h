@@ -5,9 +5,9 @@
 // (backends/cuda/nvrtc.h): the executable carries the PTX, and a GPU machine runs it without
 // recompiling. Fused groups (a micro-op program, backends/target.h) and single elementwise ops
 // are generated from their micro-ops (elementwise.cpp); reductions (reduce.cpp), softmax,
-// log_softmax and layer_norm (normalize.cpp) and the copies of the movement and view ops
-// (movement.cpp) are hand-written templates filled in with the step's shapes; kernels.cpp picks
-// the generator. GEMMs are not here: cuBLASLt runs them (backends/cuda/cuda_device.cpp).
+// log_softmax and layer_norm (normalize.cpp), the copies of the movement and view ops
+// (movement.cpp), and conv2d, the pools and batch_norm (conv_pool.cpp) are hand-written
+// templates filled in with the step's shapes; kernels.cpp picks the generator. GEMMs are not here: cuBLASLt runs them (backends/cuda/cuda_device.cpp).
 //
 // The same text compiles for the host through emulate.h (with FERRY_EMULATE defined): that is
 // how the tests check the generated code against the reference interpreter on machines without
@@ -64,9 +64,10 @@ const char *dtypeSuffix(DType t);
 /// dense; broadcast operands are indexed from the result's index with constant strides.
 Expected<KernelSource> elementwiseKernel(const StepSpec &step, size_t computedBefore = 0);
 
-/// Which steps have a kernel printed by this folder: elementwise ops and fused groups
-/// (elementwiseKernel), sum/mean/max, softmax/log_softmax, layer_norm, and the copies of the
-/// movement and view ops (kernels.cpp).
+/// A step's kernel, printed by this folder: elementwise ops and fused groups (elementwiseKernel),
+/// sum/mean/max, softmax/log_softmax, layer_norm, the copies of the movement and view ops,
+/// conv2d (a direct kernel), max/avg/global pools and batch_norm (kernels.cpp). Matmul and
+/// linear have none: cuBLASLt runs them.
 Expected<KernelSource> stepKernel(const StepSpec &step);
 
 }  // namespace ferry::cuda

@@ -22,6 +22,11 @@ Expected<KernelSource> stepKernel(const StepSpec &step) {
     case OpKind::Expand:
     case OpKind::Concat:
     case OpKind::Gather: return movementKernel(step);
+    case OpKind::Conv2d: return conv2dKernel(step);
+    case OpKind::MaxPool2d:
+    case OpKind::AvgPool2d:
+    case OpKind::GlobalAvgPool: return poolKernel(step);
+    case OpKind::BatchNorm: return batchNormKernel(step);
     default: break;
   }
   return makeError("internal", "no CUDA kernel prints '" + std::string(step.op.name) + "'", step.loc);

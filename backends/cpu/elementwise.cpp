@@ -82,7 +82,12 @@ template <class C, auto F32, auto F64> void vmathBlock(C *y, const C *x, int64_t
 // The block function of a float unary op; nullptr for an op that is not one.
 template <class C> UnaryFn<C> floatUnary(OpKind k, bool tanhGelu) {
   switch (k) {
-    case OpKind::Neg: return [](C *y, const C *x, int64_t n) { Array<C>(y, n) = -ConstArray<C>(x, n); };
+    // A loop, not Eigen's `-x`: Eigen 3.4's AVX negation is 0 - x, which gives +0 for +0 (the
+    // compiler vectorises this loop as a sign flip).
+    case OpKind::Neg:
+      return [](C *y, const C *x, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y[i] = -x[i];
+      };
     case OpKind::Abs: return [](C *y, const C *x, int64_t n) { Array<C>(y, n) = ConstArray<C>(x, n).abs(); };
     case OpKind::Exp: return vmathBlock<C, expF32, expF64>;
     case OpKind::Log: return vmathBlock<C, logF32, logF64>;

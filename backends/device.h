@@ -9,6 +9,7 @@
 //
 //   required   devices, allocate/release, copy/upload/download, prepare, launch
 //   optional   allocateHost/releaseHost (pinned staging memory; default: aligned host memory),
+//              uploadReadsHostOnIssue (an upload is done with its host bytes on return),
 //              hostAccessible (its memory is plain host memory; default false), borrowHost
 //              (host memory used in place: a weight, a run's input or output, without a copy;
 //              default: cannot), owns (for
@@ -110,6 +111,12 @@ class DeviceRuntime {
   /// From host memory into an allocation on `to`.
   virtual Status upload(const std::byte *host, Device to, std::byte *destination, size_t bytes,
                         Stream stream) = 0;
+  /// Whether upload() has read all of its host source when it returns, also on a stream where
+  /// the copy itself may still be running (the CUDA runtime's copies through pinned staging
+  /// buffers): then the Session goes on without waiting for an upload in a transfer step, and
+  /// the CPU computes while the device copies and computes. Default: no (an asynchronous upload
+  /// may read the host late; the Session synchronizes the stream before the bytes may change).
+  virtual bool uploadReadsHostOnIssue() const { return false; }
   /// From an allocation on `from` into host memory.
   virtual Status download(Device from, const std::byte *source, std::byte *host, size_t bytes,
                           Stream stream) = 0;

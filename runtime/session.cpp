@@ -294,7 +294,8 @@ Status orderStreams(DeviceRuntime &rt, Stream earlier, Stream later) {
 // give the source's bytes to a later step there): events, no host wait. Between runtimes the
 // host orders: the source's stream is finished before the copy is issued, and the copy before
 // the transfer returns (an asynchronous upload may read its host source late; a download's
-// host bytes are read next).
+// host bytes are read next), except an upload that has read its host bytes when it returns
+// (DeviceRuntime::uploadReadsHostOnIssue): the destination's stream orders the rest.
 Status Session::State::transfer(const Workspace &ws, const Step &step) const {
   const int32_t from = step.operands[0], to = step.result;
   const Slot &f = exe.slots[static_cast<size_t>(from)], &t = exe.slots[static_cast<size_t>(to)];
@@ -311,6 +312,8 @@ Status Session::State::transfer(const Workspace &ws, const Step &step) const {
   FERRY_TRY(src.synchronize(in));
   if (src.hostAccessible()) {
     FERRY_TRY(dst.upload(source, t.device, destination, bytes, out));
+    // Done with the host's bytes: the device copies (and computes) on while the host goes on.
+    if (dst.uploadReadsHostOnIssue()) return Status();
     return dst.synchronize(out);
   }
   if (dst.hostAccessible()) {

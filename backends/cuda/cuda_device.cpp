@@ -175,13 +175,17 @@ class CudaDevice final : public DeviceRuntime {
     if (bytes == 0) return Status();
     cudaSetDevice(to.index);
     const std::string what = "upload of " + std::to_string(bytes) + " bytes to " + to.str();
-    if (bytes >= kStageThreshold && !pinned(host)) {
+    // Pageable memory through the staging buffers (cudaMemcpyAsync from pageable memory would
+    // wait for the stream first); pinned memory directly, and waited for, so that either way the
+    // host's bytes are read on return (uploadReadsHostOnIssue).
+    if (!pinned(host)) {
       FERRY_TRY(stagedUpload(to, host, destination, bytes, native(stream), what));
       return finish(stream);
     }
     FERRY_CUDA_TRY(cudaMemcpyAsync(destination, host, bytes, cudaMemcpyHostToDevice, native(stream)), what);
-    return finish(stream);
+    return synchronize(stream);
   }
+  bool uploadReadsHostOnIssue() const override { return true; }
   Status download(Device from, const std::byte *source, std::byte *host, size_t bytes,
                   Stream stream) override {
     FERRY_TRY(check(from));
@@ -484,10 +488,11 @@ class CudaDevice final : public DeviceRuntime {
     return Status();
   }
 
-  // Copies between pageable host memory (an app's tensors) and a GPU go through two pinned
-  // staging buffers per GPU, alternately: the host copies one chunk into a buffer while the copy
-  // engine moves the previous one, so a large copy runs at about the pinned rate instead of the
-  // driver's pageable path. Smaller copies, and pinned host memory, go directly.
+  // Copies between pageable host memory (an app's tensors, the CPU's workspace) and a GPU go
+  // through two pinned staging buffers per GPU, alternately: the host copies one chunk into a
+  // buffer while the copy engine moves the previous one. An upload returns once the host's bytes
+  // are in the buffers (no wait for the stream), so the host goes on while the GPU copies and
+  // computes. Downloads of less than kStageThreshold, and pinned host memory, go directly.
   static constexpr size_t kStageThreshold = size_t{1} << 20;
   static constexpr size_t kStageBytes = size_t{8} << 20;
   struct Staging {

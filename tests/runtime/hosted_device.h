@@ -53,8 +53,15 @@ class HostedDevice final : public DeviceRuntime {
   Status upload(const std::byte *host, Device to, std::byte *destination, size_t bytes,
                 Stream s) override {
     ++uploads;
+    if (readsHostOnIssue) {  // as a GPU's staged upload: the bytes are taken now, copied later
+      auto taken = std::make_shared<std::vector<std::byte>>(host, host + bytes);
+      return issue(s, [=, this] {
+        return inner_.upload(taken->data(), inner(to), destination, bytes, Stream{});
+      });
+    }
     return issue(s, [=, this] { return inner_.upload(host, inner(to), destination, bytes, Stream{}); });
   }
+  bool uploadReadsHostOnIssue() const override { return readsHostOnIssue; }
   Status download(Device from, const std::byte *source, std::byte *host, size_t bytes,
                   Stream s) override {
     ++downloads;
@@ -97,12 +104,16 @@ class HostedDevice final : public DeviceRuntime {
     return issue(s, [this, m] { return run(*m.queue, m.upto); });
   }
   Status synchronize(Stream s) override {
+    ++synchronizes;
     if (!s.handle) return Status();
     auto *q = static_cast<Queue *>(s.handle);
     return run(*q, q->work.size());
   }
 
-  static inline std::atomic<int> uploads = 0, downloads = 0, staged = 0;
+  static inline std::atomic<int> uploads = 0, downloads = 0, staged = 0, synchronizes = 0;
+  /// Whether upload() takes the host's bytes when issued (uploadReadsHostOnIssue), as the CUDA
+  /// runtime's does, instead of when its queued copy runs.
+  bool readsHostOnIssue = false;
   /// Whether borrowHost() lends host memory in place, as the CPU's runtime does (off: as a
   /// GPU's, which uploads).
   bool lendsHost = false;
@@ -177,12 +188,14 @@ class HostedTarget final : public Target {
   CpuTarget cpu_;
 };
 
-inline BackendEntry hosted(DeviceKind kind, bool hostAccessible = false, bool queued = false) {
+inline BackendEntry hosted(DeviceKind kind, bool hostAccessible = false, bool queued = false,
+                           bool readsHostOnIssue = false) {
   return {kind, "hosted " + Device{kind, 0}.str(),
           [kind] { return std::unique_ptr<Target>(std::make_unique<HostedTarget>(kind)); },
-          [kind, hostAccessible, queued](const DeviceOptions &o) -> Expected<std::unique_ptr<DeviceRuntime>> {
-            return std::unique_ptr<DeviceRuntime>(
-                std::make_unique<HostedDevice>(kind, o.devices, hostAccessible, queued));
+          [kind, hostAccessible, queued, readsHostOnIssue](const DeviceOptions &o) -> Expected<std::unique_ptr<DeviceRuntime>> {
+            auto d = std::make_unique<HostedDevice>(kind, o.devices, hostAccessible, queued);
+            d->readsHostOnIssue = readsHostOnIssue;
+            return std::unique_ptr<DeviceRuntime>(std::move(d));
           }};
 }
 

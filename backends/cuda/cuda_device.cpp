@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/cuda/codegen/caching_allocator.h"
+#include "backends/cuda/codegen/gemm_shape.h"
 #include "backends/cuda/codegen/kernel_source.h"
 #include "backends/cuda/codegen/plan.h"
 #include "backends/cuda/libraries.h"
@@ -84,6 +85,8 @@ struct CudaKernel final : public PreparedKernel {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  cuda::GemmShape shape;
+  size_t elementSize = 4;
   bool f64 = false;
   mutable std::mutex descMutex;  // the bias pointer is set on the descriptor per launch
   const cuda::CublasLt *lt = nullptr;
@@ -390,33 +393,13 @@ class CudaDevice final : public DeviceRuntime {
       return makeError("internal", "cuBLASLt GEMM of " + k.what + " on " + step.device.str() + ": " + why, step.loc);
     };
     if (types.size() < 2) return bad("fewer than two operands");
-    // Row-major C[M,N] = A[M,K] B[K,N] is column-major C^T = B^T A^T: cuBLASLt's A is our B.
-    int64_t m = 0, n = 0, kk = 0, batch = 1, strideA = 0, strideB = 0;
-    bool transposeWeight = false;
-    const Shape &x = types[0].shape, &w = types[1].shape;
-    if (anchor == OpKind::Linear) {
-      if (w.size() != 2) return bad("the weight is not 2-D");
-      kk = w[1];
-      n = w[0];
-      m = kk == 0 ? 0 : types[0].numel() / kk;
-      transposeWeight = true;
-    } else {
-      const size_t ra = x.size(), rb = w.size();
-      m = ra >= 2 ? x[ra - 2] : 1;
-      kk = x[ra - 1];
-      n = rb >= 2 ? w[rb - 1] : 1;
-      const int64_t batchA = ra > 2 ? numel(std::span(x).first(ra - 2)) : 1;
-      const int64_t batchB = rb > 2 ? numel(std::span(w).first(rb - 2)) : 1;
-      batch = std::max(batchA, batchB);
-      if ((batchA != 1 && batchA != batch) || (batchB != 1 && batchB != batch))
-        return bad("batch dims that broadcast both ways");
-      // Operands whose batch dims differ from the result's but have as many elements would be
-      // another layout; the shapes compile() gives broadcast one side entirely or neither.
-      strideA = batchA == 1 ? 0 : m * kk;
-      strideB = batchB == 1 ? 0 : kk * n;
-    }
+    Expected<cuda::GemmShape> shape = cuda::gemmShape(anchor, types, out);
+    if (!shape) return shape.status();
+    k.shape = std::move(*shape);
+    const cuda::GemmShape &g = k.shape;
     const cudaDataType_t type = cudaType(out.dtype);
     k.f64 = out.dtype == DType::F64;
+    k.elementSize = dtypeSize(out.dtype);
     const cublasComputeType_t compute = k.f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
     const cudaDataType_t scale = k.f64 ? CUDA_R_64F : CUDA_R_32F;
     const cuda::CublasLt &lt = *k.lt;
@@ -426,7 +409,7 @@ class CudaDevice final : public DeviceRuntime {
     };
     FERRY_TRY(ok(lt.matmulDescCreate(&k.desc, compute, scale), "cublasLtMatmulDescCreate"));
     const cublasOperation_t opT = CUBLAS_OP_T;
-    if (transposeWeight)
+    if (g.transposeA)
       FERRY_TRY(ok(lt.matmulDescSetAttribute(k.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT), "TRANSA"));
     cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
     switch (k.plan.epilogue) {
@@ -438,17 +421,17 @@ class CudaDevice final : public DeviceRuntime {
       case cuda::Epilogue::Gelu: epilogue = CUBLASLT_EPILOGUE_GELU; break;
     }
     FERRY_TRY(ok(lt.matmulDescSetAttribute(k.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue), "EPILOGUE"));
-    // cuBLASLt's A: the weight (N x K column-major as stored, transposed) or B (N x K).
-    if (transposeWeight)
-      FERRY_TRY(ok(lt.matrixLayoutCreate(&k.a, type, static_cast<uint64_t>(kk), static_cast<uint64_t>(n), kk), "layout A"));
-    else
-      FERRY_TRY(ok(lt.matrixLayoutCreate(&k.a, type, static_cast<uint64_t>(n), static_cast<uint64_t>(kk), n), "layout A"));
-    FERRY_TRY(ok(lt.matrixLayoutCreate(&k.b, type, static_cast<uint64_t>(kk), static_cast<uint64_t>(m), kk), "layout B"));
-    FERRY_TRY(ok(lt.matrixLayoutCreate(&k.d, type, static_cast<uint64_t>(n), static_cast<uint64_t>(m), n), "layout D"));
-    if (batch > 1) {
-      const int32_t count = static_cast<int32_t>(batch);
-      const int64_t strideD = m * n;
-      for (auto [layout, stride] : {std::pair{k.a, strideB}, std::pair{k.b, strideA}, std::pair{k.d, strideD}}) {
+    if (g.m == 0 || g.n == 0 || g.k == 0) return Status();  // launch() writes zeros or nothing
+    // The stored matrices (before op): A is k x m when transposed, m x k otherwise.
+    const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+    FERRY_TRY(ok(g.transposeA ? lt.matrixLayoutCreate(&k.a, type, u(g.k), u(g.m), g.lda)
+                              : lt.matrixLayoutCreate(&k.a, type, u(g.m), u(g.k), g.lda),
+                 "layout A"));
+    FERRY_TRY(ok(lt.matrixLayoutCreate(&k.b, type, u(g.k), u(g.n), g.ldb), "layout B"));
+    FERRY_TRY(ok(lt.matrixLayoutCreate(&k.d, type, u(g.m), u(g.n), g.ldd), "layout D"));
+    if (g.batch > 1) {
+      const int32_t count = static_cast<int32_t>(g.batch);
+      for (auto [layout, stride] : {std::pair{k.a, g.strideA}, std::pair{k.b, g.strideB}, std::pair{k.d, g.strideD}}) {
         FERRY_TRY(ok(lt.matrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), "batch count"));
         FERRY_TRY(ok(lt.matrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride), "batch stride"));
       }
@@ -462,7 +445,9 @@ class CudaDevice final : public DeviceRuntime {
     const cublasStatus_t s = lt.matmulAlgoGetHeuristic(ltHandle_, k.desc, k.a, k.b, k.d, k.d, preference, 1, &result, &found);
     lt.matmulPreferenceDestroy(preference);
     FERRY_TRY(ok(s, "cublasLtMatmulAlgoGetHeuristic"));
-    if (found == 0) return bad("cuBLASLt has no algorithm for " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(kk));
+    if (found == 0)
+      return bad("cuBLASLt has no algorithm for " + std::to_string(g.m) + "x" + std::to_string(g.n) +
+                 "x" + std::to_string(g.k));
     k.algo = result.algo;
     return Status();
   }
@@ -479,12 +464,29 @@ class CudaDevice final : public DeviceRuntime {
       const void *bias = args.operands[static_cast<size_t>(k.gemmOperands[2])];
       k.lt->matmulDescSetAttribute(k.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
     }
-    // cuBLASLt's A is our second operand, its B our first (cuda_device.cpp, prepareGemm).
-    const cublasStatus_t s = k.lt->matmul(ltHandle_, k.desc, alpha, w, k.a, x, k.b, beta, out, k.d, out, k.d,
-                                          &k.algo, args.scratch, k.plan.gemmWorkspaceBytes, native(stream));
-    if (s != CUBLAS_STATUS_SUCCESS)
-      return makeError("device", "cuBLASLt GEMM of " + k.what + " on " + k.device.str() + ": " +
-                                     k.lt->getStatusString(s), k.loc);
+    // cuBLASLt's A is our second operand, its B our first (codegen/gemm_shape.h).
+    const cuda::GemmShape &g = k.shape;
+    if (g.m == 0 || g.n == 0) return Status();
+    if (g.k == 0) {  // an empty sum: zeros (lowering refuses a bias over no features)
+      const int64_t matrices = std::max<int64_t>(g.batch, static_cast<int64_t>(g.calls.size()));
+      FERRY_CUDA_TRY(cudaMemsetAsync(out, 0, static_cast<size_t>(g.m * g.n * matrices) * k.elementSize,
+                                     native(stream)),
+                     "zeroing the empty GEMM of " + k.what);
+      return Status();
+    }
+    auto call = [&](const std::byte *a, const std::byte *b, std::byte *d) -> Status {
+      const cublasStatus_t s = k.lt->matmul(ltHandle_, k.desc, alpha, a, k.a, b, k.b, beta, d, k.d, d,
+                                            k.d, &k.algo, args.scratch, k.plan.gemmWorkspaceBytes,
+                                            native(stream));
+      if (s != CUBLAS_STATUS_SUCCESS)
+        return makeError("device", "cuBLASLt GEMM of " + k.what + " on " + k.device.str() + ": " +
+                                       k.lt->getStatusString(s), k.loc);
+      return Status();
+    };
+    if (g.calls.empty()) return call(w, x, out);
+    for (const auto &[offA, offB, offD] : g.calls)
+      FERRY_TRY(call(w + offA * static_cast<int64_t>(k.elementSize), x + offB * static_cast<int64_t>(k.elementSize),
+                     out + offD * static_cast<int64_t>(k.elementSize)));
     return Status();
   }
 

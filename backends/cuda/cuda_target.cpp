@@ -7,6 +7,7 @@
 // (codegen/kernel_source.h). The plan carries the PTX (codegen/plan.h).
 #include "backends/cuda/cuda_target.h"
 
+#include "backends/cuda/codegen/gemm_shape.h"
 #include "backends/cuda/codegen/kernel_source.h"
 #include "backends/cuda/codegen/plan.h"
 #include "backends/cuda/nvrtc.h"
@@ -85,6 +86,22 @@ Expected<KernelPlan> lowerGemm(const StepSpec &step) {
   if (!cuda::hasKernel(anchor, anchorType.dtype))
     return contract(step, "no cuBLASLt GEMM computes it in " + std::string(dtypeName(anchorType.dtype)));
   const bool bias = anchor == OpKind::Linear && anchorOperands == 3;
+  {  // the GEMM's shape, checked now rather than when a Session prepares it
+    std::vector<TensorType> types;
+    if (fused)
+      for (int32_t arg : (*step.body)[0].args) {
+        if (argIsMicroOp(arg) || static_cast<size_t>(arg) >= step.operands.size())
+          return contract(step, "the GEMM reads something other than the step's operands");
+        types.push_back(step.operands[static_cast<size_t>(arg)]);
+      }
+    else
+      types.assign(step.operands.begin(), step.operands.end());
+    Expected<cuda::GemmShape> shape = cuda::gemmShape(anchor, types, anchorType);
+    if (!shape) return shape.status();
+    if (bias && shape->k == 0)
+      return contract(step, "a linear over 0 input features with a bias (cuBLASLt's bias epilogue "
+                            "needs a product)");
+  }
   plan.epilogue = bias ? cuda::Epilogue::Bias : cuda::Epilogue::None;
   plan.gemmMicroOps = 1;
   // An activation right after the GEMM, of its type, that nothing after reads around: the

@@ -17,6 +17,7 @@
 
 #include "backends/cuda/codegen/caching_allocator.h"
 #include "backends/cuda/codegen/gemm_shape.h"
+#include "backends/cuda/codegen/launch.h"
 #include "backends/cuda/codegen/kernel_source.h"
 #include "backends/cuda/codegen/plan.h"
 #include "backends/cuda/libraries.h"
@@ -265,23 +266,16 @@ class CudaDevice final : public DeviceRuntime {
   Status launch(const PreparedKernel &prepared, const KernelArgs &args, Stream stream) override {
     const auto &k = static_cast<const CudaKernel &>(prepared);
     cudaSetDevice(k.device.index);
-    const std::byte *gemmOut = nullptr;
-    if (k.gemm || k.anchored) {
-      std::byte *out = k.plan.gemmOutputOffset >= 0 ? args.scratch + k.plan.gemmOutputOffset : args.result;
-      if (k.gemm) {
-        FERRY_TRY(runGemm(k, args, out, stream));
-      } else {
-        std::vector<const std::byte *> anchorIn;
-        for (int32_t arg : k.gemmOperands) anchorIn.push_back(args.operands[static_cast<size_t>(arg)]);
-        FERRY_TRY(run(k, k.anchorKernel, k.plan.anchorBlocks, k.plan.anchorThreads, out, args.scratch,
-                      anchorIn, stream));
-      }
-      gemmOut = out;
-      if (k.plan.ptx.empty()) return finish(stream);
-    }
-    std::vector<const std::byte *> in(args.operands.begin(), args.operands.end());
-    if (gemmOut) in.push_back(gemmOut);
-    FERRY_TRY(run(k, k.kernel, k.plan.blocks, k.plan.threads, args.result, args.scratch, in, stream));
+    const cuda::LaunchSequence seq = cuda::launchSequence(
+        k.gemm ? cuda::kGemmPlanName : k.anchored ? cuda::kAnchoredPlanName : cuda::kKernelPlanName,
+        k.plan, k.gemmOperands, k.gemm ? &k.shape : nullptr, k.elementSize, args);
+    if (!seq.gemms.empty()) FERRY_TRY(runGemm(k, seq.gemms, args.scratch, stream));
+    if (seq.zeroBytes > 0)
+      FERRY_CUDA_TRY(cudaMemsetAsync(seq.zeroFill, 0, seq.zeroBytes, native(stream)),
+                     "zeroing the empty GEMM of " + k.what);
+    for (const cuda::KernelCall &c : seq.kernels)
+      FERRY_TRY(run(k, c.anchor ? k.anchorKernel : k.kernel, c.anchor ? k.plan.anchorBlocks : k.plan.blocks,
+                    c.anchor ? k.plan.anchorThreads : k.plan.threads, c.out, c.scratch, c.in, stream));
     return finish(stream);
   }
 
@@ -452,41 +446,25 @@ class CudaDevice final : public DeviceRuntime {
     return Status();
   }
 
-  Status runGemm(const CudaKernel &k, const KernelArgs &args, std::byte *out, Stream stream) {
-    const std::byte *x = args.operands[static_cast<size_t>(k.gemmOperands[0])];
-    const std::byte *w = args.operands[static_cast<size_t>(k.gemmOperands[1])];
+  // The launch's cuBLASLt calls (cuda::launchSequence): the bias pointer is set on the shared
+  // descriptor per call, under its lock.
+  Status runGemm(const CudaKernel &k, const std::vector<cuda::GemmCall> &calls, std::byte *workspace,
+                 Stream stream) {
     const float alpha32 = 1, beta32 = 0;
     const double alpha64 = 1, beta64 = 0;
     const void *alpha = k.f64 ? static_cast<const void *>(&alpha64) : &alpha32;
     const void *beta = k.f64 ? static_cast<const void *>(&beta64) : &beta32;
     std::lock_guard lock(k.descMutex);
-    if (k.gemmOperands.size() == 3) {
-      const void *bias = args.operands[static_cast<size_t>(k.gemmOperands[2])];
-      k.lt->matmulDescSetAttribute(k.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
-    }
-    // cuBLASLt's A is our second operand, its B our first (codegen/gemm_shape.h).
-    const cuda::GemmShape &g = k.shape;
-    if (g.m == 0 || g.n == 0) return Status();
-    if (g.k == 0) {  // an empty sum: zeros (lowering refuses a bias over no features)
-      const int64_t matrices = std::max<int64_t>(g.batch, static_cast<int64_t>(g.calls.size()));
-      FERRY_CUDA_TRY(cudaMemsetAsync(out, 0, static_cast<size_t>(g.m * g.n * matrices) * k.elementSize,
-                                     native(stream)),
-                     "zeroing the empty GEMM of " + k.what);
-      return Status();
-    }
-    auto call = [&](const std::byte *a, const std::byte *b, std::byte *d) -> Status {
-      const cublasStatus_t s = k.lt->matmul(ltHandle_, k.desc, alpha, a, k.a, b, k.b, beta, d, k.d, d,
-                                            k.d, &k.algo, args.scratch, k.plan.gemmWorkspaceBytes,
+    for (const cuda::GemmCall &c : calls) {
+      if (c.bias)
+        k.lt->matmulDescSetAttribute(k.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c.bias, sizeof c.bias);
+      const cublasStatus_t s = k.lt->matmul(ltHandle_, k.desc, alpha, c.a, k.a, c.b, k.b, beta, c.d, k.d,
+                                            c.d, k.d, &k.algo, workspace, k.plan.gemmWorkspaceBytes,
                                             native(stream));
       if (s != CUBLAS_STATUS_SUCCESS)
         return makeError("device", "cuBLASLt GEMM of " + k.what + " on " + k.device.str() + ": " +
                                        k.lt->getStatusString(s), k.loc);
-      return Status();
-    };
-    if (g.calls.empty()) return call(w, x, out);
-    for (const auto &[offA, offB, offD] : g.calls)
-      FERRY_TRY(call(w + offA * static_cast<int64_t>(k.elementSize), x + offB * static_cast<int64_t>(k.elementSize),
-                     out + offD * static_cast<int64_t>(k.elementSize)));
+    }
     return Status();
   }
 

@@ -77,6 +77,42 @@ bool readAfter(const FusedBody &body, size_t j, size_t after) {
   return false;
 }
 
+// One generated kernel: the step's (or, given, `body`'s in its place).
+Expected<KernelPlan> lowerKernel(const StepSpec &step) {
+  Expected<cuda::KernelSource> k = cuda::stepKernel(step);
+  if (!k) return k.status();
+  Expected<std::string> ptx = cuda::compileToPtx(*k);
+  if (!ptx) return ptx.status();
+  cuda::CudaPlan plan;
+  plan.blocks = k->blocks;
+  plan.threads = k->threads;
+  plan.inputs = k->inputs;
+  plan.blockSync = k->blockSync;
+  plan.sourceHash = k->hash();
+  plan.source = std::move(k->source);
+  plan.ptx = std::move(*ptx);
+  return KernelPlan{cuda::kKernelPlanName, 0, plan.encode()};
+}
+
+// A linear over no input features is its bias, broadcast: the anchor becomes a cast of the bias
+// to the anchor's type (a no-op the elementwise kernel broadcasts), and the group one kernel.
+Expected<KernelPlan> lowerEmptyLinear(const StepSpec &step, int32_t biasOperand) {
+  FusedBody body;
+  if (step.body) {
+    body = *step.body;
+  } else {
+    std::vector<int32_t> args(step.operands.size());
+    for (size_t i = 0; i < args.size(); ++i) args[i] = static_cast<int32_t>(i);
+    body.push_back(MicroOp{step.op.kind, step.attrs, args, step.result, "", step.loc});
+  }
+  MicroOp &a = body[0];
+  const DType to = a.type.dtype;
+  a = MicroOp{OpKind::Cast, Attrs{AttrValue{to}}, {biasOperand}, a.type, a.name, a.loc};
+  const StepSpec spec{opInfo(OpKind::Cast), body[0].attrs, step.operands, step.result, step.device,
+                      step.loc, &body};
+  return lowerKernel(spec);
+}
+
 Expected<KernelPlan> lowerGemm(const StepSpec &step) {
   cuda::CudaPlan plan;
   const bool fused = step.body != nullptr;
@@ -98,9 +134,8 @@ Expected<KernelPlan> lowerGemm(const StepSpec &step) {
       types.assign(step.operands.begin(), step.operands.end());
     Expected<cuda::GemmShape> shape = cuda::gemmShape(anchor, types, anchorType);
     if (!shape) return shape.status();
-    if (bias && shape->k == 0)
-      return contract(step, "a linear over 0 input features with a bias (cuBLASLt's bias epilogue "
-                            "needs a product)");
+    if (bias && shape->k == 0)  // no product for cuBLASLt's bias epilogue to add to
+      return lowerEmptyLinear(step, fused ? (*step.body)[0].args[2] : 2);
   }
   plan.epilogue = bias ? cuda::Epilogue::Bias : cuda::Epilogue::None;
   plan.gemmMicroOps = 1;
@@ -138,6 +173,7 @@ Expected<KernelPlan> lowerGemm(const StepSpec &step) {
     plan.inputs = k->inputs;
     plan.blockSync = k->blockSync;
     plan.sourceHash = k->hash();
+    plan.source = std::move(k->source);
     plan.ptx = std::move(*ptx);
   }
   return KernelPlan{cuda::kGemmPlanName, scratch, plan.encode()};
@@ -168,11 +204,13 @@ Expected<KernelPlan> lowerAnchored(const StepSpec &step) {
   plan.anchorThreads = ak->threads;
   plan.anchorBlockSync = ak->blockSync;
   plan.anchorPtx = std::move(*anchorPtx);
+  plan.anchorSource = std::move(ak->source);
   plan.blocks = tail->blocks;
   plan.threads = tail->threads;
   plan.inputs = tail->inputs;
   plan.blockSync = tail->blockSync;
   plan.sourceHash = tail->hash();
+  plan.source = std::move(tail->source);
   plan.ptx = std::move(*ptx);
   uint64_t scratch = 0;
   if (a.type != step.result) {
@@ -204,18 +242,7 @@ Expected<KernelPlan> CudaTarget::lower(const StepSpec &step) const {
       step.op.dtypeRule != DTypeRule::Compare)
     return contract(step, "no kernel computes it in " + std::string(dtypeName(step.result.dtype)) +
                               " (placement should have moved or rejected this node)");
-  Expected<cuda::KernelSource> k = cuda::stepKernel(step);
-  if (!k) return k.status();
-  Expected<std::string> ptx = cuda::compileToPtx(*k);
-  if (!ptx) return ptx.status();
-  cuda::CudaPlan plan;
-  plan.blocks = k->blocks;
-  plan.threads = k->threads;
-  plan.inputs = k->inputs;
-  plan.blockSync = k->blockSync;
-  plan.sourceHash = k->hash();
-  plan.ptx = std::move(*ptx);
-  return KernelPlan{cuda::kKernelPlanName, 0, plan.encode()};
+  return lowerKernel(step);
 }
 
 }  // namespace ferry

@@ -47,6 +47,9 @@ class HostKernels {
   /// `scratchBytes` of zeroed scratch; returns the error flag the kernel left (0: none).
   unsigned run(size_t k, const std::vector<const TensorData *> &inputs, TensorData &result,
                size_t scratchBytes = 0) const;
+  /// Runs kernel k on raw pointers (as a device runtime launches it); returns the error flag.
+  unsigned run(size_t k, std::byte *out, std::byte *scratch,
+               const std::vector<const std::byte *> &in) const;
 
  private:
   std::vector<cuda::KernelSource> kernels_;

@@ -271,6 +271,12 @@ TEST(CudaPlan, EncodesAndDecodesAndRejectsBrokenPayloads) {
   s = good;
   s.replace(s.find("anchor_ptx 16"), 13, "anchor_ptx 99");
   rejects(s, "anchor_ptx");
+  p.source = "// the tail's source";
+  p.anchorSource = "// the anchor's";
+  q = cuda::CudaPlan::decode(p.encode());
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(q->source, p.source);
+  EXPECT_EQ(q->anchorSource, p.anchorSource);
   rejects(good + "x", "ptx");
   s = good;
   s.replace(s.find("blocks 12"), 9, "blocks -1");

@@ -39,9 +39,11 @@ std::string CudaPlan::encode() const {
        std::to_string(gemmOutputOffset) + "\ngemm_workspace_bytes " +
        std::to_string(gemmWorkspaceBytes) + "\nanchor_blocks " + std::to_string(anchorBlocks) +
        "\nanchor_threads " + std::to_string(anchorThreads) + "\nanchor_block_sync " +
-       (anchorBlockSync ? "1" : "0") + "\nanchor_ptx " + std::to_string(anchorPtx.size()) + "\n";
-  s += anchorPtx;
-  s += "\nptx " + std::to_string(ptx.size()) + "\n";
+       (anchorBlockSync ? "1" : "0") + "\n";
+  for (const auto &[key, text] : {std::pair{"anchor_source", &anchorSource}, std::pair{"anchor_ptx", &anchorPtx},
+                                  std::pair{"source", &source}})
+    s += std::string(key) + " " + std::to_string(text->size()) + "\n" + *text + "\n";
+  s += "ptx " + std::to_string(ptx.size()) + "\n";
   s += ptx;
   return s;
 }
@@ -108,22 +110,28 @@ Expected<CudaPlan> CudaPlan::decode(const std::string &payload) {
   FERRY_TRY(field("gemm_micro_ops", 0, 1 << 20, p.gemmMicroOps));
   FERRY_TRY(field("gemm_output_offset", -1, int64_t{1} << 50, p.gemmOutputOffset));
   FERRY_TRY(field("gemm_workspace_bytes", 0, int64_t{1} << 40, p.gemmWorkspaceBytes));
-  int64_t anchorSync = 0, anchorBytes = 0, ptxBytes = 0;
+  int64_t anchorSync = 0;
   FERRY_TRY(field("anchor_blocks", 1, int64_t{1} << 31, p.anchorBlocks));
   FERRY_TRY(field("anchor_threads", 1, 1024, p.anchorThreads));
   FERRY_TRY(field("anchor_block_sync", 0, 1, anchorSync));
   p.anchorBlockSync = anchorSync != 0;
-  FERRY_TRY(field("anchor_ptx", 0, int64_t{1} << 31, anchorBytes));
-  if (static_cast<size_t>(anchorBytes) >= rest.size() || rest[static_cast<size_t>(anchorBytes)] != '\n')
-    return bad("anchor_ptx", std::to_string(anchorBytes) + " bytes announced, then a newline; " +
-                                 std::to_string(rest.size()) + " bytes follow");
-  p.anchorPtx = std::string(rest.substr(0, static_cast<size_t>(anchorBytes)));
-  rest.remove_prefix(static_cast<size_t>(anchorBytes) + 1);
-  FERRY_TRY(field("ptx", 0, int64_t{1} << 31, ptxBytes));
-  if (static_cast<size_t>(ptxBytes) != rest.size())
-    return bad("ptx", std::to_string(ptxBytes) + " bytes announced, " + std::to_string(rest.size()) +
-                          " follow");
-  p.ptx = std::string(rest);
+  // The texts: `key <n>`, a newline, n bytes and a newline (the last one without).
+  auto blob = [&](std::string_view key, std::string &out, bool last) -> Status {
+    int64_t n = 0;
+    FERRY_TRY(field(key, 0, int64_t{1} << 31, n));
+    const size_t bytes = static_cast<size_t>(n);
+    if (last ? bytes != rest.size() : bytes >= rest.size() || rest[bytes] != '\n')
+      return bad(std::string(key), std::to_string(n) + " bytes announced" +
+                                       (last ? "" : ", then a newline") + "; " +
+                                       std::to_string(rest.size()) + " bytes follow");
+    out = std::string(rest.substr(0, bytes));
+    rest.remove_prefix(last ? bytes : bytes + 1);
+    return Status();
+  };
+  FERRY_TRY(blob("anchor_source", p.anchorSource, false));
+  FERRY_TRY(blob("anchor_ptx", p.anchorPtx, false));
+  FERRY_TRY(blob("source", p.source, false));
+  FERRY_TRY(blob("ptx", p.ptx, true));
   return p;
 }
 

@@ -9,8 +9,10 @@
 // what lowering decided and what needs the toolkit's compiler: launch sizes, the epilogue, and
 // the PTX that NVRTC made from the source (kept beside it, with its hash, for dumps and errors).
 //
-// The saved form is text lines `key value`, then `anchor_ptx <n>`, a newline, n bytes and a
-// newline, and last `ptx <n>`, a newline and n bytes. A
+// The saved form is text lines `key value`, then the texts `anchor_source`, `anchor_ptx`,
+// `source` and `ptx`, each as `key <n>`, a newline and n bytes (a newline after each but the
+// last). The source is kept beside the PTX so that what ran can be read, and the tests run the
+// very text that NVRTC compiled. A
 // saved executable is checked by its checksum, but a payload is still parsed as untrusted: every
 // field is checked, and a bad one is an error that names it.
 #pragma once
@@ -38,6 +40,7 @@ struct CudaPlan {
   int32_t inputs = 0;
   bool blockSync = false;
   uint64_t sourceHash = 0;
+  std::string source;  ///< the CUDA C++ that NVRTC compiled, kept for dumps and the tests
   std::string ptx;
   // cuda.gemm only.
   Epilogue epilogue = Epilogue::None;
@@ -55,6 +58,7 @@ struct CudaPlan {
   int64_t anchorBlocks = 1;
   int32_t anchorThreads = 256;
   bool anchorBlockSync = false;
+  std::string anchorSource;
   std::string anchorPtx;
 
   std::string encode() const;

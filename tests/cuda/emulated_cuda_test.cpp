@@ -1,0 +1,382 @@
+// tests/cuda/emulated_cuda_test.cpp — whole models compiled for cpu + cuda:0 by the real CUDA
+// target and run by a Session whose cuda runtime is an emulation on the host: device memory is
+// host memory the Session may not touch (uploads and downloads), each plan is decoded as the CUDA
+// runtime decodes it, its launch is cuda::launchSequence (the same data the CUDA runtime issues),
+// the generated kernels run compiled for the host (emulate.h), and a GEMM call is computed with
+// cuBLASLt's semantics (column-major, strided batches, bias and relu/gelu epilogues). What is
+// left for a GPU: the CUDA and cuBLASLt calls themselves.
+//
+// Two passes, so that the host compiler runs once: the first creates every Session with an
+// empty kernel library (prepare records each kernel's source and fails), the sources are compiled
+// into one library, and the second creates and runs them against the reference interpreter.
+#include <gtest/gtest.h>
+
+#ifdef FERRY_HAVE_CUDA
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "backends/cuda/codegen/gemm_shape.h"
+#include "backends/cuda/codegen/kernel_source.h"
+#include "backends/cuda/codegen/launch.h"
+#include "backends/cuda/codegen/plan.h"
+#include "backends/cuda/cuda_target.h"
+#include "backends/reference/interpreter.h"
+#include "common/random_graph.h"
+#include "common/value_check.h"
+#include "cuda/codegen_steps.h"
+#include "ir/printer.h"
+#include "passes/lower.h"
+#include "runtime/session.h"
+
+namespace ferry {
+namespace {
+
+// Kernel sources seen by prepare, and the library they were compiled into.
+struct KernelLibrary {
+  std::mutex mutex;
+  bool recording = false;  // the first pass: prepare records sources and succeeds without them
+  std::vector<cuda::KernelSource> pending;
+  std::map<std::string, std::pair<std::shared_ptr<cudatest::HostKernels>, size_t>> compiled;
+
+  // The compiled kernel of `k`, or null after recording it for the next compile.
+  std::pair<const cudatest::HostKernels *, size_t> find(const cuda::KernelSource &k) {
+    std::lock_guard lock(mutex);
+    auto it = compiled.find(k.source);
+    if (it != compiled.end()) return {it->second.first.get(), it->second.second};
+    pending.push_back(k);
+    return {nullptr, 0};
+  }
+  std::string compilePending() {
+    std::vector<cuda::KernelSource> unique;
+    std::map<std::string, size_t> index;
+    for (const cuda::KernelSource &k : pending)
+      if (index.emplace(k.source, unique.size()).second) unique.push_back(k);
+    pending.clear();
+    if (unique.empty()) return "";
+    auto lib = std::make_shared<cudatest::HostKernels>(unique);
+    if (!lib->ok()) return lib->errors();
+    for (size_t i = 0; i < unique.size(); ++i) compiled[unique[i].source] = {lib, i};
+    return "";
+  }
+};
+
+KernelLibrary &library() {
+  static KernelLibrary l;
+  return l;
+}
+
+struct Loaded {
+  const cudatest::HostKernels *lib = nullptr;
+  size_t index = 0;
+};
+
+struct EmulatedKernel final : public PreparedKernel {
+  std::string name;  // the plan's kernel
+  cuda::CudaPlan plan;
+  std::vector<int32_t> anchorOperands;
+  Loaded main, anchor;
+  // The GEMM.
+  cuda::GemmShape shape;
+  DType dtype = DType::F32;
+  Location loc;
+  std::string what;
+};
+
+// Device memory is host memory, handed out and checked as a GPU's: the Session reaches it only
+// through upload, download and copy.
+class EmulatedCuda final : public DeviceRuntime {
+ public:
+  explicit EmulatedCuda(int devices) {
+    for (int i = 0; i < devices; ++i) devices_.push_back(Device::cuda(i));
+  }
+  ~EmulatedCuda() override {
+    for (auto &[p, bytes] : blocks_) ::operator delete(const_cast<std::byte *>(p), std::align_val_t{256});
+  }
+  std::span<const Device> devices() const override { return devices_; }
+  Expected<std::byte *> allocate(Device, size_t bytes) override {
+    auto *p = static_cast<std::byte *>(::operator new(bytes == 0 ? 1 : bytes, std::align_val_t{256}));
+    std::memset(p, 0x5a, bytes);  // garbage, as a GPU's fresh memory
+    std::lock_guard lock(mutex_);
+    blocks_[p] = bytes;
+    return p;
+  }
+  void release(Device, std::byte *data) override {
+    std::lock_guard lock(mutex_);
+    FERRY_CHECK(blocks_.erase(data) == 1) << "release of memory this runtime did not allocate";
+    ::operator delete(data, std::align_val_t{256});
+  }
+  bool owns(Device, const std::byte *data, size_t bytes) const override {
+    std::lock_guard lock(mutex_);
+    auto it = blocks_.upper_bound(data);
+    if (it == blocks_.begin()) return false;
+    --it;
+    return data >= it->first && data + bytes <= it->first + it->second;
+  }
+  Status copy(Device, const std::byte *source, Device, std::byte *destination, size_t bytes,
+              Stream) override {
+    std::memmove(destination, source, bytes);
+    return Status();
+  }
+  Status upload(const std::byte *host, Device, std::byte *destination, size_t bytes, Stream) override {
+    std::memcpy(destination, host, bytes);
+    return Status();
+  }
+  bool uploadReadsHostOnIssue() const override { return true; }
+  Status download(Device, const std::byte *source, std::byte *host, size_t bytes, Stream) override {
+    std::memcpy(host, source, bytes);
+    return Status();
+  }
+
+  Expected<std::unique_ptr<PreparedKernel>> prepare(const KernelPlan &plan, const StepSpec &step) override {
+    auto k = std::make_unique<EmulatedKernel>();
+    k->name = plan.kernel;
+    k->loc = step.loc;
+    k->what = "'" + std::string(step.op.name) + "'";
+    Expected<cuda::CudaPlan> decoded = cuda::CudaPlan::decode(plan.payload);
+    if (!decoded) return decoded.status();
+    k->plan = std::move(*decoded);
+    bool missing = false;
+    // The very texts NVRTC compiled, from the plan (their hash checked), compiled for the host.
+    auto load = [&](const std::string &text, int64_t blocks, int32_t threads, bool blockSync,
+                    Loaded &into) -> Status {
+      cuda::KernelSource source;
+      source.source = text;
+      source.blocks = blocks;
+      source.threads = threads;
+      source.blockSync = blockSync;
+      auto [lib, index] = library().find(source);
+      missing |= lib == nullptr;
+      into = {lib, index};
+      return Status();
+    };
+    if (!k->plan.source.empty()) {
+      cuda::KernelSource check;
+      check.source = k->plan.source;
+      if (check.hash() != k->plan.sourceHash)
+        return makeError("internal", "the plan's source does not match its hash", step.loc);
+      FERRY_TRY(load(k->plan.source, k->plan.blocks, k->plan.threads, k->plan.blockSync, k->main));
+    } else if (plan.kernel != cuda::kGemmPlanName) {
+      return makeError("internal", "a plan without a kernel", step.loc);
+    }
+    if (plan.kernel == cuda::kAnchoredPlanName)
+      FERRY_TRY(load(k->plan.anchorSource, k->plan.anchorBlocks, k->plan.anchorThreads,
+                     k->plan.anchorBlockSync, k->anchor));
+    const bool fused = step.body != nullptr;
+    if (plan.kernel != cuda::kKernelPlanName) {
+      if (!fused && plan.kernel == cuda::kAnchoredPlanName)
+        return makeError("internal", "an anchored plan without a body", step.loc);
+      const MicroOp *a = fused ? &(*step.body)[0] : nullptr;
+      std::vector<TensorType> types;
+      if (fused) {
+        for (int32_t arg : a->args) {
+          k->anchorOperands.push_back(arg);
+          types.push_back(step.operands[static_cast<size_t>(arg)]);
+        }
+      } else {
+        for (size_t i = 0; i < step.operands.size(); ++i) {
+          k->anchorOperands.push_back(static_cast<int32_t>(i));
+          types.push_back(step.operands[i]);
+        }
+      }
+      if (plan.kernel == cuda::kGemmPlanName) {
+        const OpKind op = fused ? a->op : step.op.kind;
+        const TensorType &out =
+            fused ? (*step.body)[static_cast<size_t>(k->plan.gemmMicroOps) - 1].type : step.result;
+        Expected<cuda::GemmShape> shape = cuda::gemmShape(op, types, out);
+        if (!shape) return shape.status();
+        k->shape = std::move(*shape);
+        k->dtype = out.dtype;
+      }
+    }
+    if (missing && !library().recording)
+      return makeError("internal", "a kernel the first pass did not see");
+    return std::unique_ptr<PreparedKernel>(std::move(k));
+  }
+
+  Status launch(const PreparedKernel &prepared, const KernelArgs &args, Stream) override {
+    const auto &k = static_cast<const EmulatedKernel &>(prepared);
+    if (library().recording) return Status();  // the first pass's load steps: nothing compiled
+    const cuda::LaunchSequence seq =
+        cuda::launchSequence(k.name, k.plan, k.anchorOperands,
+                             k.name == cuda::kGemmPlanName ? &k.shape : nullptr, dtypeSize(k.dtype), args);
+    for (const cuda::GemmCall &c : seq.gemms) gemm(k, c);
+    if (seq.zeroBytes > 0) std::memset(seq.zeroFill, 0, seq.zeroBytes);
+    for (const cuda::KernelCall &c : seq.kernels) {
+      const Loaded &l = c.anchor ? k.anchor : k.main;
+      if (l.lib->run(l.index, c.out, c.scratch, c.in) != 0)
+        return makeError("runtime", "an index out of range in " + k.what + " (found by the kernel)", k.loc);
+    }
+    return Status();
+  }
+
+ private:
+  // cuBLASLt's D = epilogue(op(A) B + bias), column-major, per strided batch; in double, stored
+  // once in the output dtype (cuBLASLt computes in f32 and rounds once).
+  static void gemm(const EmulatedKernel &k, const cuda::GemmCall &c) {
+    const cuda::GemmShape &g = k.shape;
+    const size_t e = dtypeSize(k.dtype);
+    auto at = [&](const std::byte *p, int64_t i) { return loadDouble(k.dtype, p + static_cast<size_t>(i) * e); };
+    for (int64_t b = 0; b < g.batch; ++b)
+      for (int64_t j = 0; j < g.n; ++j)
+        for (int64_t i = 0; i < g.m; ++i) {
+          double acc = 0;
+          for (int64_t l = 0; l < g.k; ++l)
+            acc += at(c.a, b * g.strideA + (g.transposeA ? l + i * g.lda : i + l * g.lda)) *
+                   at(c.b, b * g.strideB + l + j * g.ldb);
+          if (c.bias) acc += at(c.bias, i);
+          switch (k.plan.epilogue) {
+            case cuda::Epilogue::Relu:
+            case cuda::Epilogue::ReluBias: acc = acc > 0 ? acc : 0; break;
+            case cuda::Epilogue::Gelu:
+            case cuda::Epilogue::GeluBias:
+              acc = 0.5 * acc * (1 + std::tanh(0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)));
+              break;
+            default: break;
+          }
+          storeDouble(k.dtype, c.d + static_cast<size_t>(b * g.strideD + i + j * g.ldd) * e, acc);
+        }
+  }
+
+  std::vector<Device> devices_;
+  mutable std::mutex mutex_;
+  std::map<const std::byte *, size_t> blocks_;
+};
+
+std::vector<BackendEntry> emulatedRegistry() {
+  return {builtinBackends().front(),
+          {DeviceKind::Cuda, "emulated cuda",
+           [] { return std::unique_ptr<Target>(std::make_unique<CudaTarget>()); },
+           [](const DeviceOptions &o) -> Expected<std::unique_ptr<DeviceRuntime>> {
+             return std::unique_ptr<DeviceRuntime>(std::make_unique<EmulatedCuda>(o.devices));
+           }}};
+}
+
+struct Model {
+  int seed = 0;
+  Graph compiled;
+  std::unique_ptr<Executable> exe;
+};
+
+TEST(EmulatedCuda, RandomGraphsOnCpuAndCuda0RunAsTheReferenceDoes) {
+  const std::vector<BackendEntry> registry = emulatedRegistry();
+  std::vector<Model> models;
+  int rejected = 0;
+  // Mostly on cuda:0 (inputs and pins there, strict placement half the time), with GEMMs,
+  // convolutions and fusable chains often; some graphs of every op.
+  std::vector<OpKind> gpuHeavy = testutil::wellConditionedOps();
+  for (OpKind k : {OpKind::Matmul, OpKind::Linear, OpKind::Conv2d, OpKind::Cast, OpKind::Exp,
+                   OpKind::LayerNorm, OpKind::BatchNorm})
+    for (int i = 0; i < 3; ++i) gpuHeavy.push_back(k);
+  for (int seed = 0; seed < 300; ++seed) {
+    testutil::RandomGraphOptions gen{.maxNodes = 12,
+                                     .insertedRate = 0,
+                                     .devices = {Device::cuda(0), Device::cpu()},
+                                     .pinRate = (seed / 2) % 2 == 0 ? 0.3 : 1.0,
+                                     .firstDeviceBias = 0.8,
+                                     .dtypePinRate = 0.1,
+                                     .extremeValues = false,
+                                     .compileReady = true};
+    if (seed % 4 != 0) gen.ops = gpuHeavy;
+    const Graph g = testutil::randomGraph(static_cast<uint64_t>(seed) + 5550001, gen);
+    CompileOptions o;
+    o.devices = {Device::cpu(), Device::cuda(0)};
+    o.target = Device::cuda(0);
+    o.placement = seed % 2 == 0 ? PlacementPolicy::Strict : PlacementPolicy::Auto;
+    o.dtype = seed % 4 == 0 ? DTypePolicy{DTypePolicy::Kind::Autocast, DType::F16}
+                            : DTypePolicy{DTypePolicy::Kind::Promote, DType::F16};
+    useBackendCapabilities(o, registry);
+    CompileResult r = compile(g, o);
+    if (!r.ok()) {
+      ++rejected;
+      continue;
+    }
+    Expected<Executable> exe = lower(r.graph, o, registry);
+    ASSERT_TRUE(exe.ok()) << "seed " << seed << ": " << exe.status().message() << "\n" << printGraph(r.graph);
+    models.push_back({seed, r.graph, std::make_unique<Executable>(std::move(*exe))});
+  }
+  // First pass: the kernels' sources; then one compile.
+  Session::Options so;
+  so.backends = registry;
+  so.checkPlan = true;
+  library().recording = true;
+  for (const Model &m : models) {
+    Expected<Session> s = Session::create(*m.exe, so);
+    EXPECT_TRUE(s.ok()) << "seed " << m.seed << ": " << s.status().message();
+  }
+  library().recording = false;
+  const std::string errors = library().compilePending();
+  ASSERT_EQ(errors, "") << errors.substr(0, 3000);
+  int compared = 0, onGpu = 0, gemms = 0, anchored = 0, bothFailed = 0, failures = 0;
+  for (const Model &m : models) {
+    if (failures >= 5) break;
+    auto context = [&] { return "seed " + std::to_string(m.seed) + "\n" + printGraph(m.compiled); };
+    Expected<Session> s = Session::create(*m.exe, so);
+    if (!s.ok()) {
+      ADD_FAILURE() << "session: " << s.status().message() << "\n" << context();
+      ++failures;
+      continue;
+    }
+    bool gpu = false;
+    for (const Step &st : m.exe->steps) {
+      gpu |= !st.plan.kernel.empty() && st.plan.kernel.starts_with("cuda.");
+      gemms += st.plan.kernel == cuda::kGemmPlanName;
+      anchored += st.plan.kernel == cuda::kAnchoredPlanName;
+    }
+    onGpu += gpu;
+    const std::map<std::string, TensorData> inputs = testutil::randomInputs(m.compiled, static_cast<uint64_t>(m.seed));
+    std::vector<NamedTensor> given;
+    for (const auto &[name, t] : inputs) {
+      Expected<Tensor> on = Tensor(t).to(*m.compiled.value(*m.compiled.findValue(name)).device);
+      ASSERT_TRUE(on.ok()) << on.status().message();
+      given.push_back({name, *on});
+    }
+    Expected<RunResult> got = s->run(given);
+    Expected<std::vector<TensorData>> want = reference::run(m.compiled, inputs);
+    if (got.ok() != want.ok()) {
+      ADD_FAILURE() << "the session " << (got.ok() ? "ran" : "failed: " + got.status().message())
+                    << "; the reference " << (want.ok() ? "ran" : "failed: " + want.status().message())
+                    << "\n" << context();
+      ++failures;
+      continue;
+    }
+    if (!got.ok()) {
+      ++bothFailed;
+      continue;
+    }
+    double narrowest = 0x1p-24;
+    for (NodeId id : m.compiled.order())
+      narrowest = std::max(narrowest, testutil::unitRoundoff(m.compiled.value(m.compiled.node(id).result).type.dtype));
+    const double scale = testutil::valueScale(m.compiled, inputs);
+    if (!(scale < 1e6)) continue;
+    const double tol = narrowest * scale * (8 + 4 * static_cast<double>(m.compiled.order().size()));
+    std::string diff;
+    for (size_t k = 0; k < want->size() && diff.empty(); ++k) {
+      const bool exact = !isFloating((*want)[k].dtype());
+      // A float computed differently can cross an integer cast's boundary: integers get 1.
+      diff = testutil::compareOutputs({(*want)[k]}, {got->outputs[k].tensor.data()}, exact ? 1 : tol);
+      if (!diff.empty()) diff = "output " + std::to_string(k) + ": " + diff;
+    }
+    if (!diff.empty()) {
+      ADD_FAILURE() << diff << "\n" << context();
+      ++failures;
+      continue;
+    }
+    ++compared;
+  }
+  std::printf("%zu graphs compiled (%d rejected), %d ran on cuda:0 in part, %d compared, %d failed in "
+              "both; %d cuBLASLt GEMM steps, %d anchored steps\n",
+              models.size(), rejected, onGpu, compared, bothFailed, gemms, anchored);
+  EXPECT_EQ(failures, 0);
+  EXPECT_GE(compared, 150);
+  EXPECT_GE(onGpu, 100);
+  EXPECT_GE(gemms, 10);
+  EXPECT_GE(anchored, 3);
+}
+
+}  // namespace
+}  // namespace ferry
+
+#endif  // FERRY_HAVE_CUDA

@@ -97,6 +97,26 @@ TEST_F(FerryCompile, SaysOnceWhenTheModelWillNotRunOnThisBuild) {
   EXPECT_FALSE(contains(cpuOnly.err, "no backend")) << cpuOnly.err;
 }
 
+// --emit cuda: the generated CUDA kernels of the steps on a GPU, each under a comment naming the
+// step and the model line it comes from, the prelude once; a model on the CPU has none.
+TEST_F(FerryCompile, EmitCudaPrintsTheGeneratedKernels) {
+  const std::string mlp = shellQuote((std::filesystem::path(FERRY_SOURCE_DIR) / "examples" / "mlp.fy").string());
+  Result cpu = run(mlp + " --emit cuda");
+  EXPECT_EQ(cpu.exit, 0) << cpu.err;
+  EXPECT_TRUE(contains(cpu.out, "// no step runs on a CUDA device")) << cpu.out;
+  if (!builtWithCuda()) return;  // no CUDA target: steps on cuda:0 have no kernels to print
+  Result gpu = run(mlp + " --devices cpu,cuda:0 --placement auto --emit cuda");
+  EXPECT_EQ(gpu.exit, 0) << gpu.err;
+  EXPECT_TRUE(contains(gpu.out, "linear+relu -> %a f32[32,256] @cuda:0  (")) << gpu.out;
+  EXPECT_TRUE(contains(gpu.out, "mlp.fy:9:3)\n// cuBLASLt matmul, epilogue relu_bias")) << gpu.out;
+  EXPECT_TRUE(contains(gpu.out, "softmax -> %probs")) << gpu.out;
+  EXPECT_EQ(count(gpu.out, "FERRY_KERNEL ferry_kernel("), 1u) << gpu.out;  // softmax's
+  EXPECT_EQ(count(gpu.out, "// ferry generated kernel"), 1u);               // the prelude, once
+  Result dir = run(mlp + " --devices cpu,cuda:0 --placement auto --emit cuda --emit-dir " + path("k"));
+  EXPECT_EQ(dir.exit, 0) << dir.err;
+  EXPECT_TRUE(std::filesystem::exists(path("k") + "/mlp.cu"));
+}
+
 // Auto placement's cost model comes from --cost-file and --cost (which wins), steers the plan,
 // and --explain prints the one used; bad settings are one-line usage errors naming the flag.
 TEST_F(FerryCompile, TheCostModelIsGivenOnTheCommandLineAndExplained) {
@@ -307,7 +327,7 @@ TEST_F(FerryCompile, HelpListsEveryOption) {
   for (const char *s : {"MODEL",
                         ".onnx",
                         "--emit",
-                        "text,dot,svg,json,none",
+                        "text,dot,svg,json,cuda,none",
                         "--emit-dir",
                         "-o,--output",
                         "--diagnostics",

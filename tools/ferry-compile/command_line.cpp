@@ -24,8 +24,8 @@ void addOptions(CLI::App &app, Options &o) {
   app.add_option("model", o.model, "The model: ferry's .fy text, or an ONNX model (.onnx)")
       ->required()
       ->type_name("MODEL");
-  app.add_option("--emit", o.emits, "text (annotated .fy, the default), dot, svg, json or none")
-      ->check(CLI::IsMember({"text", "dot", "svg", "json", "none"}))
+  app.add_option("--emit", o.emits, "text (annotated .fy, the default), dot, svg, json, cuda or none")
+      ->check(CLI::IsMember({"text", "dot", "svg", "json", "cuda", "none"}))
       ->delimiter(',')
       ->expected(1)  // one value per --emit (commas allowed): the model after it stays the model
       ->allow_extra_args(false)
@@ -35,7 +35,7 @@ void addOptions(CLI::App &app, Options &o) {
                  "Write the output to FILE; FILE.ferry: the executable for ferry-run")
       ->type_name("FILE");
   app.add_option("--emit-dir", o.emitDir,
-                 "Write each --emit (several allowed) to DIR/MODEL.{fy,dot,svg,json}")
+                 "Write each --emit (several allowed) to DIR/MODEL.{fy,dot,svg,json,cu}")
       ->type_name("DIR");
   app.add_option("--diagnostics", o.diagnostics,
                  "Format of stderr: text, or json (one JSON array, explanations too)")

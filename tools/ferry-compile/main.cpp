@@ -25,6 +25,7 @@
 #include "passes/lower.h"
 #include "runtime/artifact.h"
 #include "runtime/executable.h"
+#include "tools/ferry-compile/cuda_kernels.h"
 #include "tools/common/compile_flags.h"
 #include "tools/common/load_model.h"
 #include "tools/common/report.h"
@@ -183,11 +184,15 @@ int run(const Options &o, Report &report) {
       std::any_of(plan->documents.begin(), plan->documents.end(),
                   [](const Destination &d) { return d.format == "text" || d.format == "json"; });
   const bool wantsArtifact = !plan->artifact.empty() && result.ok();
+  const bool wantsKernels =
+      result.ok() && std::any_of(plan->documents.begin(), plan->documents.end(),
+                                 [](const Destination &d) { return d.format == "cuda"; });
   std::optional<Executable> executable;
-  if ((wantsArtifact || wantsTotals) && lowerable(result, options)) {
+  if ((wantsArtifact || wantsTotals || wantsKernels) && lowerable(result, options)) {
     Expected<Executable> exe = lower(result.graph, options);
-    // Only the executable needs it; without one the totals leave the workspaces unknown.
-    if (!exe.ok() && wantsArtifact)
+    // The executable and the kernels need it; without one the totals leave the workspaces
+    // unknown.
+    if (!exe.ok() && (wantsArtifact || wantsKernels))
       return report.usage(oneLine(exe.status()), firstCode(exe.status()));
     if (exe.ok()) executable = std::move(exe).value();
   }
@@ -197,7 +202,14 @@ int run(const Options &o, Report &report) {
   if (wantsTotals) summary = renderSummary(result, totals);
   std::vector<Rendered> outputs;
   for (const Destination &d : plan->documents) {
-    if (!result.ok() && d.format == "text") continue;  // a rejected graph is no model to read
+    // A rejected graph is no model to read, and has no kernels.
+    if (!result.ok() && (d.format == "text" || d.format == "cuda")) continue;
+    if (d.format == "cuda") {
+      if (!executable)
+        return report.usage("--emit cuda: the model cannot be lowered to kernels with these options");
+      outputs.push_back({d, emitCudaKernels(*executable)});
+      continue;
+    }
     Expected<std::string> bytes = render(result, d, o, options, summary, totals);
     if (!bytes.ok()) return report.usage(oneLine(bytes.status()), firstCode(bytes.status()));
     outputs.push_back({d, std::move(bytes).value()});

@@ -21,7 +21,11 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string_view extension(const std::string &format) {
-  return format == "text" ? ".fy" : format == "dot" ? ".dot" : format == "json" ? ".json" : ".svg";
+  return format == "text"   ? ".fy"
+         : format == "dot"  ? ".dot"
+         : format == "json" ? ".json"
+         : format == "cuda" ? ".cu"
+                            : ".svg";
 }
 
 std::string_view documentName(const std::string &format) {
@@ -29,6 +33,7 @@ std::string_view documentName(const std::string &format) {
          : format == "dot"  ? "the DOT graph"
          : format == "svg"  ? "the SVG picture"
          : format == "json" ? "the manifest"
+         : format == "cuda" ? "the CUDA kernels"
                             : "the executable";
 }
 

@@ -146,7 +146,7 @@ TEST_F(FerryCompileUsage, ParseErrorsNameTheOptionAndWhatItExpects) {
 TEST_F(FerryCompileUsage, EveryOptionOfHelpRejectsABadValue) {
   const std::string model = shellQuote(write("mlp.fy", kMlp));
   const std::map<std::string, std::pair<std::string, std::string>> bad = {
-      {"--emit", {"--emit png", "--emit: png not in {text,dot,svg,json,none}"}},
+      {"--emit", {"--emit png", "--emit: png not in {text,dot,svg,json,cuda,none}"}},
       {"-o", {"-o " + shellQuote(path("none/x.fy")), "cannot write '" + path("none/x.fy") + "'"}},
       {"--emit-dir",
        {"--emit dot --emit-dir " + model + "/sub", "cannot create '" + path("mlp.fy") + "/sub'"}},

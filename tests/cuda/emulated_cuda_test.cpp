@@ -1,5 +1,5 @@
-// tests/cuda/emulated_cuda_test.cpp — whole models compiled for cpu + cuda:0 by the real CUDA
-// target and run by a Session whose cuda runtime is an emulation on the host: device memory is
+// tests/cuda/emulated_cuda_test.cpp — whole models compiled for cpu, cuda:0 and cuda:1 by the real
+// CUDA target and run by a Session whose cuda runtime is an emulation on the host: device memory is
 // host memory the Session may not touch (uploads and downloads), each plan is decoded as the CUDA
 // runtime decodes it, its launch is cuda::launchSequence (the same data the CUDA runtime issues),
 // the generated kernels run compiled for the host (emulate.h), and a GEMM call is computed with
@@ -260,7 +260,7 @@ struct Model {
   std::unique_ptr<Executable> exe;
 };
 
-TEST(EmulatedCuda, RandomGraphsOnCpuAndCuda0RunAsTheReferenceDoes) {
+TEST(EmulatedCuda, RandomGraphsOnTheCpuAndTwoGpusRunAsTheReferenceDoes) {
   const std::vector<BackendEntry> registry = emulatedRegistry();
   std::vector<Model> models;
   int rejected = 0;
@@ -273,7 +273,7 @@ TEST(EmulatedCuda, RandomGraphsOnCpuAndCuda0RunAsTheReferenceDoes) {
   for (int seed = 0; seed < 300; ++seed) {
     testutil::RandomGraphOptions gen{.maxNodes = 12,
                                      .insertedRate = 0,
-                                     .devices = {Device::cuda(0), Device::cpu()},
+                                     .devices = {Device::cuda(0), Device::cpu(), Device::cuda(1)},
                                      .pinRate = (seed / 2) % 2 == 0 ? 0.3 : 1.0,
                                      .firstDeviceBias = 0.8,
                                      .dtypePinRate = 0.1,
@@ -282,7 +282,7 @@ TEST(EmulatedCuda, RandomGraphsOnCpuAndCuda0RunAsTheReferenceDoes) {
     if (seed % 4 != 0) gen.ops = gpuHeavy;
     const Graph g = testutil::randomGraph(static_cast<uint64_t>(seed) + 5550001, gen);
     CompileOptions o;
-    o.devices = {Device::cpu(), Device::cuda(0)};
+    o.devices = {Device::cpu(), Device::cuda(0), Device::cuda(1)};
     o.target = Device::cuda(0);
     o.placement = seed % 2 == 0 ? PlacementPolicy::Strict : PlacementPolicy::Auto;
     o.dtype = seed % 4 == 0 ? DTypePolicy{DTypePolicy::Kind::Autocast, DType::F16}
@@ -309,7 +309,7 @@ TEST(EmulatedCuda, RandomGraphsOnCpuAndCuda0RunAsTheReferenceDoes) {
   library().recording = false;
   const std::string errors = library().compilePending();
   ASSERT_EQ(errors, "") << errors.substr(0, 3000);
-  int compared = 0, onGpu = 0, gemms = 0, anchored = 0, bothFailed = 0, failures = 0;
+  int compared = 0, onGpu = 0, gemms = 0, anchored = 0, bothFailed = 0, failures = 0, twoGpus = 0;
   for (const Model &m : models) {
     if (failures >= 5) break;
     auto context = [&] { return "seed " + std::to_string(m.seed) + "\n" + printGraph(m.compiled); };
@@ -326,6 +326,9 @@ TEST(EmulatedCuda, RandomGraphsOnCpuAndCuda0RunAsTheReferenceDoes) {
       anchored += st.plan.kernel == cuda::kAnchoredPlanName;
     }
     onGpu += gpu;
+    bool second = false;
+    for (const Slot &slot : m.exe->slots) second |= slot.device == Device::cuda(1);
+    twoGpus += gpu && second;
     const std::map<std::string, TensorData> inputs = testutil::randomInputs(m.compiled, static_cast<uint64_t>(m.seed));
     std::vector<NamedTensor> given;
     for (const auto &[name, t] : inputs) {
@@ -366,14 +369,15 @@ TEST(EmulatedCuda, RandomGraphsOnCpuAndCuda0RunAsTheReferenceDoes) {
     }
     ++compared;
   }
-  std::printf("%zu graphs compiled (%d rejected), %d ran on cuda:0 in part, %d compared, %d failed in "
-              "both; %d cuBLASLt GEMM steps, %d anchored steps\n",
-              models.size(), rejected, onGpu, compared, bothFailed, gemms, anchored);
+  std::printf("%zu graphs compiled (%d rejected), %d ran on a GPU in part (%d on both cuda:0 and "
+              "cuda:1), %d compared, %d failed in both; %d cuBLASLt GEMM steps, %d anchored steps\n",
+              models.size(), rejected, onGpu, twoGpus, compared, bothFailed, gemms, anchored);
   EXPECT_EQ(failures, 0);
   EXPECT_GE(compared, 150);
   EXPECT_GE(onGpu, 100);
   EXPECT_GE(gemms, 10);
   EXPECT_GE(anchored, 3);
+  EXPECT_GE(twoGpus, 10);
 }
 
 }  // namespace

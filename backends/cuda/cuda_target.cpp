@@ -140,8 +140,10 @@ Expected<KernelPlan> lowerGemm(const StepSpec &step) {
   plan.epilogue = bias ? cuda::Epilogue::Bias : cuda::Epilogue::None;
   plan.gemmMicroOps = 1;
   // An activation right after the GEMM, of its type, that nothing after reads around: the
-  // epilogue applies it (cuBLASLt's GELU is the tanh approximation).
-  if (fused && step.body->size() >= 2 && !readAfter(*step.body, 0, 1)) {
+  // epilogue applies it (cuBLASLt's GELU is the tanh approximation). Not for f64, whose GEMMs
+  // cuBLASLt may have no epilogue algorithm for: the tail kernel applies it there.
+  if (fused && anchorType.dtype != DType::F64 && step.body->size() >= 2 &&
+      !readAfter(*step.body, 0, 1)) {
     const MicroOp &next = (*step.body)[1];
     const bool readsAnchor = next.args.size() == 1 && argIsMicroOp(next.args[0]) && microOpOf(next.args[0]) == 0;
     if (readsAnchor && next.type == anchorType) {

@@ -119,10 +119,10 @@ Expected<KernelSource> softmaxKernel(const StepSpec &step) {
   const std::string v = "ferry_ld_" + sfx + "(x[" + at + "])";
   s += "    " + ct + " m = (" + ct + ")ferry_u2f(0xff800000u);\n";  // -inf
   s += row.loop("    ") + "      m = fmax" + f + "(m, " + v + ");\n    }\n";
-  s += "    m = " + row.reduce("ferry_block_max", "m") + ";\n";
+  if (!row.perThread) s += "    m = " + row.reduce("ferry_block_max", "m") + ";\n";
   s += "    " + ct + " sum = 0;\n";
   s += row.loop("    ") + "      sum += exp" + f + "(" + v + " - m);\n    }\n";
-  s += "    sum = " + row.reduce("ferry_block_sum", "sum") + ";\n";
+  if (!row.perThread) s += "    sum = " + row.reduce("ferry_block_sum", "sum") + ";\n";
   if (logSoftmax) s += "    const " + ct + " logSum = log" + f + "(sum);\n";
   s += row.loop("    ");
   s += "      y[" + at + "] = ferry_st_" + sfx + "(" +

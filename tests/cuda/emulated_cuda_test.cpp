@@ -13,8 +13,10 @@
 
 #ifdef FERRY_HAVE_CUDA
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -260,43 +262,57 @@ struct Model {
   std::unique_ptr<Executable> exe;
 };
 
-TEST(EmulatedCuda, RandomGraphsOnTheCpuAndTwoGpusRunAsTheReferenceDoes) {
+// Which random graphs a scenario compiles, and how.
+struct Scenario {
+  uint64_t seedBase = 0;
+  int graphs = 300;
+  std::vector<Device> devices;  ///< the first is where inputs and pins go most of the time
+  std::function<void(int seed, testutil::RandomGraphOptions &)> generator;
+  std::function<void(int seed, CompileOptions &)> options;
+};
+
+struct Counts {
+  int compiled = 0, rejected = 0, compared = 0, onGpu = 0, twoGpus = 0, gemms = 0, anchored = 0,
+      fusedOnGpu = 0, bothFailed = 0, failures = 0;
+};
+
+// Compiles the scenario's graphs with the real CUDA target, runs them on the emulated runtime,
+// compares with the reference (gtest failures for the differences).
+Counts runScenario(const Scenario &sc) {
   const std::vector<BackendEntry> registry = emulatedRegistry();
   std::vector<Model> models;
-  int rejected = 0;
-  // Mostly on cuda:0 (inputs and pins there, strict placement half the time), with GEMMs,
-  // convolutions and fusable chains often; some graphs of every op.
-  std::vector<OpKind> gpuHeavy = testutil::wellConditionedOps();
-  for (OpKind k : {OpKind::Matmul, OpKind::Linear, OpKind::Conv2d, OpKind::Cast, OpKind::Exp,
-                   OpKind::LayerNorm, OpKind::BatchNorm})
-    for (int i = 0; i < 3; ++i) gpuHeavy.push_back(k);
-  for (int seed = 0; seed < 300; ++seed) {
+  Counts c;
+  for (int seed = 0; seed < sc.graphs; ++seed) {
     testutil::RandomGraphOptions gen{.maxNodes = 12,
                                      .insertedRate = 0,
-                                     .devices = {Device::cuda(0), Device::cpu(), Device::cuda(1)},
+                                     .devices = sc.devices,
                                      .pinRate = (seed / 2) % 2 == 0 ? 0.3 : 1.0,
                                      .firstDeviceBias = 0.8,
                                      .dtypePinRate = 0.1,
                                      .extremeValues = false,
                                      .compileReady = true};
-    if (seed % 4 != 0) gen.ops = gpuHeavy;
-    const Graph g = testutil::randomGraph(static_cast<uint64_t>(seed) + 5550001, gen);
+    sc.generator(seed, gen);
+    const Graph g = testutil::randomGraph(sc.seedBase + static_cast<uint64_t>(seed), gen);
     CompileOptions o;
-    o.devices = {Device::cpu(), Device::cuda(0), Device::cuda(1)};
+    o.devices = sc.devices;
+    std::sort(o.devices.begin(), o.devices.end());
     o.target = Device::cuda(0);
-    o.placement = seed % 2 == 0 ? PlacementPolicy::Strict : PlacementPolicy::Auto;
-    o.dtype = seed % 4 == 0 ? DTypePolicy{DTypePolicy::Kind::Autocast, DType::F16}
-                            : DTypePolicy{DTypePolicy::Kind::Promote, DType::F16};
+    sc.options(seed, o);
     useBackendCapabilities(o, registry);
     CompileResult r = compile(g, o);
     if (!r.ok()) {
-      ++rejected;
+      ++c.rejected;
       continue;
     }
     Expected<Executable> exe = lower(r.graph, o, registry);
-    ASSERT_TRUE(exe.ok()) << "seed " << seed << ": " << exe.status().message() << "\n" << printGraph(r.graph);
+    EXPECT_TRUE(exe.ok()) << "seed " << seed << ": " << exe.status().message() << "\n" << printGraph(r.graph);
+    if (!exe) {
+      ++c.failures;
+      continue;
+    }
     models.push_back({seed, r.graph, std::make_unique<Executable>(std::move(*exe))});
   }
+  c.compiled = static_cast<int>(models.size());
   // First pass: the kernels' sources; then one compile.
   Session::Options so;
   so.backends = registry;
@@ -308,33 +324,34 @@ TEST(EmulatedCuda, RandomGraphsOnTheCpuAndTwoGpusRunAsTheReferenceDoes) {
   }
   library().recording = false;
   const std::string errors = library().compilePending();
-  ASSERT_EQ(errors, "") << errors.substr(0, 3000);
-  int compared = 0, onGpu = 0, gemms = 0, anchored = 0, bothFailed = 0, failures = 0, twoGpus = 0;
+  EXPECT_EQ(errors, "") << errors.substr(0, 3000);
+  if (!errors.empty()) return c;
   for (const Model &m : models) {
-    if (failures >= 5) break;
+    if (c.failures >= 5) break;
     auto context = [&] { return "seed " + std::to_string(m.seed) + "\n" + printGraph(m.compiled); };
     Expected<Session> s = Session::create(*m.exe, so);
     if (!s.ok()) {
       ADD_FAILURE() << "session: " << s.status().message() << "\n" << context();
-      ++failures;
+      ++c.failures;
       continue;
     }
-    bool gpu = false;
+    bool gpu = false, second = false;
     for (const Step &st : m.exe->steps) {
-      gpu |= !st.plan.kernel.empty() && st.plan.kernel.starts_with("cuda.");
-      gemms += st.plan.kernel == cuda::kGemmPlanName;
-      anchored += st.plan.kernel == cuda::kAnchoredPlanName;
+      const bool cudaStep = st.plan.kernel.starts_with("cuda.");
+      gpu |= cudaStep;
+      c.gemms += st.plan.kernel == cuda::kGemmPlanName;
+      c.anchored += st.plan.kernel == cuda::kAnchoredPlanName;
+      c.fusedOnGpu += cudaStep && !st.body.empty();
     }
-    onGpu += gpu;
-    bool second = false;
     for (const Slot &slot : m.exe->slots) second |= slot.device == Device::cuda(1);
-    twoGpus += gpu && second;
+    c.onGpu += gpu;
+    c.twoGpus += gpu && second;
     const std::map<std::string, TensorData> inputs = testutil::randomInputs(m.compiled, static_cast<uint64_t>(m.seed));
     std::vector<NamedTensor> given;
     for (const auto &[name, t] : inputs) {
       Expected<Tensor> on = Tensor(t).to(*m.compiled.value(*m.compiled.findValue(name)).device);
-      ASSERT_TRUE(on.ok()) << on.status().message();
-      given.push_back({name, *on});
+      EXPECT_TRUE(on.ok()) << on.status().message();
+      if (on) given.push_back({name, *on});
     }
     Expected<RunResult> got = s->run(given);
     Expected<std::vector<TensorData>> want = reference::run(m.compiled, inputs);
@@ -342,11 +359,11 @@ TEST(EmulatedCuda, RandomGraphsOnTheCpuAndTwoGpusRunAsTheReferenceDoes) {
       ADD_FAILURE() << "the session " << (got.ok() ? "ran" : "failed: " + got.status().message())
                     << "; the reference " << (want.ok() ? "ran" : "failed: " + want.status().message())
                     << "\n" << context();
-      ++failures;
+      ++c.failures;
       continue;
     }
     if (!got.ok()) {
-      ++bothFailed;
+      ++c.bothFailed;
       continue;
     }
     double narrowest = 0x1p-24;
@@ -364,20 +381,68 @@ TEST(EmulatedCuda, RandomGraphsOnTheCpuAndTwoGpusRunAsTheReferenceDoes) {
     }
     if (!diff.empty()) {
       ADD_FAILURE() << diff << "\n" << context();
-      ++failures;
+      ++c.failures;
       continue;
     }
-    ++compared;
+    ++c.compared;
   }
-  std::printf("%zu graphs compiled (%d rejected), %d ran on a GPU in part (%d on both cuda:0 and "
-              "cuda:1), %d compared, %d failed in both; %d cuBLASLt GEMM steps, %d anchored steps\n",
-              models.size(), rejected, onGpu, twoGpus, compared, bothFailed, gemms, anchored);
-  EXPECT_EQ(failures, 0);
-  EXPECT_GE(compared, 150);
-  EXPECT_GE(onGpu, 100);
-  EXPECT_GE(gemms, 10);
-  EXPECT_GE(anchored, 3);
-  EXPECT_GE(twoGpus, 10);
+  std::printf("%d graphs compiled (%d rejected), %d ran on a GPU in part (%d on both cuda:0 and "
+              "cuda:1), %d compared, %d failed in both; %d cuBLASLt GEMM steps, %d anchored steps, "
+              "%d fused steps on a GPU\n",
+              c.compiled, c.rejected, c.onGpu, c.twoGpus, c.compared, c.bothFailed, c.gemms,
+              c.anchored, c.fusedOnGpu);
+  return c;
+}
+
+// Every op, mostly on cuda:0 (inputs and pins there, strict placement half the time), with
+// GEMMs, convolutions and norms often, and cuda:1 beside it.
+TEST(EmulatedCuda, RandomGraphsOnTheCpuAndTwoGpusRunAsTheReferenceDoes) {
+  std::vector<OpKind> gpuHeavy = testutil::wellConditionedOps();
+  for (OpKind k : {OpKind::Matmul, OpKind::Linear, OpKind::Conv2d, OpKind::Cast, OpKind::Exp,
+                   OpKind::LayerNorm, OpKind::BatchNorm})
+    for (int i = 0; i < 3; ++i) gpuHeavy.push_back(k);
+  const Counts c = runScenario(
+      {.seedBase = 5550001,
+       .graphs = 300,
+       .devices = {Device::cuda(0), Device::cpu(), Device::cuda(1)},
+       .generator = [&](int seed, testutil::RandomGraphOptions &gen) { if (seed % 4 != 0) gen.ops = gpuHeavy; },
+       .options = [](int seed, CompileOptions &o) {
+         o.placement = seed % 2 == 0 ? PlacementPolicy::Strict : PlacementPolicy::Auto;
+         o.dtype = seed % 4 == 0 ? DTypePolicy{DTypePolicy::Kind::Autocast, DType::F16}
+                                 : DTypePolicy{DTypePolicy::Kind::Promote, DType::F16};
+       }});
+  EXPECT_EQ(c.failures, 0);
+  EXPECT_GE(c.compared, 150);
+  EXPECT_GE(c.onGpu, 100);
+  EXPECT_GE(c.gemms, 10);
+  EXPECT_GE(c.anchored, 3);
+  EXPECT_GE(c.twoGpus, 10);
+}
+
+// Fusion groups on cuda:0: the ops the fusion pass groups (elementwise chains, casts, where,
+// comparisons, GEMM anchors) and a few that end groups, every value on the GPU.
+TEST(EmulatedCuda, FusedGroupsOnAGpuRunAsTheReferenceDoes) {
+  std::vector<OpKind> ops;
+  for (const OpInfo &op : allOps())
+    if (op.is(OpTrait::Elementwise) || op.is(OpTrait::GemmLike)) ops.push_back(op.kind);
+  for (OpKind k : {OpKind::Softmax, OpKind::Sum, OpKind::Transpose, OpKind::Reshape}) ops.push_back(k);
+  const Counts c = runScenario(
+      {.seedBase = 6660001,
+       .graphs = 300,
+       .devices = {Device::cuda(0)},
+       .generator = [&](int, testutil::RandomGraphOptions &gen) {
+         gen.ops = ops;
+         gen.maxNodes = 14;
+       },
+       .options = [](int seed, CompileOptions &o) {
+         o.dtype = seed % 3 == 0 ? DTypePolicy{DTypePolicy::Kind::Autocast, DType::F16}
+                                 : DTypePolicy{DTypePolicy::Kind::Promote, DType::F16};
+       }});
+  EXPECT_EQ(c.failures, 0);
+  EXPECT_GE(c.compared, 150);
+  EXPECT_GE(c.fusedOnGpu, 100);
+  EXPECT_GE(c.gemms, 20);
+  EXPECT_GE(c.anchored, 5);
 }
 
 }  // namespace

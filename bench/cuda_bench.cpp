@@ -66,14 +66,34 @@ Tensor onGpu(DType t, Shape shape) {
   return *x;
 }
 
+// Each iteration's `work`, timed with CUDA events on the legacy stream.
+template <class Work> void timeWithEvents(benchmark::State &state, Work work) {
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  for (auto _ : state) {
+    cudaEventRecord(start);
+    work();
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    state.SetIterationTime(ms * 1e-3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
 void gemmFerry(benchmark::State &state, DType t) {
   const int64_t n = state.range(0);
-  const std::string dt = dtypeText(t), shape = "[" + std::to_string(n) + "," + std::to_string(n) + "]";
+  const std::string dt = dtypeText(t),
+                    shape = "[" + std::to_string(n) + "," + std::to_string(n) + "]";
   Session s = sessionOf("graph g {\n  input %a : " + dt + shape + " @cuda:0\n  param %b : " + dt +
                         shape + " = randn(seed=1)\n  %c = matmul(%a, %b)\n  output %c\n}\n");
   const std::vector<NamedTensor> in{{"a", onGpu(t, {n, n})}};
   for (auto _ : state) state.SetIterationTime(kernelSeconds(s, in));
-  state.counters["TFLOP/s"] = benchmark::Counter(2.0 * n * n * n * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["TFLOP/s"] =
+      benchmark::Counter(2.0 * n * n * n * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void gemmDirect(benchmark::State &state, DType t) {
@@ -81,7 +101,9 @@ void gemmDirect(benchmark::State &state, DType t) {
   Expected<const cuda::CublasLt *> api = cuda::cublasLt();
   FERRY_CHECK(api.ok()) << api.status().message();
   const cuda::CublasLt &lt = **api;
-  const cudaDataType_t type = t == DType::F16 ? CUDA_R_16F : t == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  const cudaDataType_t type = t == DType::F16    ? CUDA_R_16F
+                              : t == DType::BF16 ? CUDA_R_16BF
+                                                 : CUDA_R_32F;
   const size_t bytes = static_cast<size_t>(n * n) * dtypeSize(t);
   void *a = nullptr, *b = nullptr, *c = nullptr, *ws = nullptr;
   const size_t wsBytes = size_t{4} << 20;
@@ -101,25 +123,19 @@ void gemmDirect(benchmark::State &state, DType t) {
   lt.matrixLayoutCreate(&lc, type, static_cast<uint64_t>(n), static_cast<uint64_t>(n), n);
   cublasLtMatmulPreference_t pref = nullptr;
   lt.matmulPreferenceCreate(&pref);
-  lt.matmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsBytes, sizeof wsBytes);
+  lt.matmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsBytes,
+                                  sizeof wsBytes);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   lt.matmulAlgoGetHeuristic(h, desc, la, lb, lc, lc, pref, 1, &result, &found);
   FERRY_CHECK(found == 1) << "no cuBLASLt algorithm";
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
   const float alpha = 1, beta = 0;
-  for (auto _ : state) {
-    cudaEventRecord(start);
-    lt.matmul(h, desc, &alpha, a, la, b, lb, &beta, c, lc, c, lc, &result.algo, ws, wsBytes, nullptr);
-    cudaEventRecord(stop);
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    state.SetIterationTime(ms * 1e-3);
-  }
-  state.counters["TFLOP/s"] = benchmark::Counter(2.0 * n * n * n * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+  timeWithEvents(state, [&] {
+    lt.matmul(h, desc, &alpha, a, la, b, lb, &beta, c, lc, c, lc, &result.algo, ws, wsBytes,
+              nullptr);
+  });
+  state.counters["TFLOP/s"] =
+      benchmark::Counter(2.0 * n * n * n * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
   lt.matmulPreferenceDestroy(pref);
   lt.matrixLayoutDestroy(la);
   lt.matrixLayoutDestroy(lb);
@@ -147,18 +163,9 @@ void copyDirect(benchmark::State &state) {
   void *a = nullptr, *b = nullptr;
   cudaMalloc(&a, static_cast<size_t>(n) * 4);
   cudaMalloc(&b, static_cast<size_t>(n) * 4);
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  for (auto _ : state) {
-    cudaEventRecord(start);
+  timeWithEvents(state, [&] {
     cudaMemcpyAsync(b, a, static_cast<size_t>(n) * 4, cudaMemcpyDeviceToDevice, nullptr);
-    cudaEventRecord(stop);
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    state.SetIterationTime(ms * 1e-3);
-  }
+  });
   state.SetBytesProcessed(state.iterations() * n * 8);
   cudaFree(a);
   cudaFree(b);
@@ -184,18 +191,9 @@ void uploadPinned(benchmark::State &state) {
   void *host = nullptr, *device = nullptr;
   cudaMallocHost(&host, static_cast<size_t>(n) * 4);
   cudaMalloc(&device, static_cast<size_t>(n) * 4);
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  for (auto _ : state) {
-    cudaEventRecord(start);
+  timeWithEvents(state, [&] {
     cudaMemcpyAsync(device, host, static_cast<size_t>(n) * 4, cudaMemcpyHostToDevice, nullptr);
-    cudaEventRecord(stop);
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    state.SetIterationTime(ms * 1e-3);
-  }
+  });
   state.SetBytesProcessed(state.iterations() * n * 4);
   cudaFreeHost(host);
   cudaFree(device);
@@ -205,14 +203,32 @@ void registerAll() {
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
     const std::string name = dtypeText(t);
     benchmark::RegisterBenchmark(("Gemm/ferry/" + name).c_str(), gemmFerry, t)
-        ->Arg(1024)->Arg(4096)->UseManualTime()->Unit(benchmark::kMillisecond);
+        ->Arg(1024)
+        ->Arg(4096)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("Gemm/cublaslt/" + name).c_str(), gemmDirect, t)
-        ->Arg(1024)->Arg(4096)->UseManualTime()->Unit(benchmark::kMillisecond);
+        ->Arg(1024)
+        ->Arg(4096)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
   }
-  benchmark::RegisterBenchmark("Chain/ferry", chainFerry)->Arg(int64_t{1} << 26)->UseManualTime()->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("Copy/d2d", copyDirect)->Arg(int64_t{1} << 26)->UseManualTime()->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("Upload/ferry", uploadFerry)->Arg(int64_t{1} << 26)->UseManualTime()->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("Upload/pinned", uploadPinned)->Arg(int64_t{1} << 26)->UseManualTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("Chain/ferry", chainFerry)
+      ->Arg(int64_t{1} << 26)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("Copy/d2d", copyDirect)
+      ->Arg(int64_t{1} << 26)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("Upload/ferry", uploadFerry)
+      ->Arg(int64_t{1} << 26)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("Upload/pinned", uploadPinned)
+      ->Arg(int64_t{1} << 26)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace

@@ -41,6 +41,14 @@ struct SliceDim {
 };
 SliceDim resolveSliceDim(int64_t start, int64_t end, int64_t step, int64_t dim);
 
+/// A slice's attributes with their defaults filled in (axes 0.., steps 1), one entry per sliced
+/// dim; `consistent` is false when their lengths differ. Axes are as written (not normalized).
+struct SliceAttrs {
+  std::vector<int64_t> starts, ends, axes, steps;
+  bool consistent = true;
+};
+SliceAttrs sliceAttrs(const OpInfo &op, const Attrs &attrs);
+
 /// The result dtype by the op's DTypeRule over its data operands (not for FromAttr ops).
 DType resultDType(const InferArgs &a);
 

@@ -530,6 +530,17 @@ InferResult inferSlice(const InferArgs &a) {
   return done(a, TensorType{resultDType(a), out});
 }
 
+SliceAttrs sliceAttrs(const OpInfo &op, const Attrs &attrs) {
+  SliceAttrs s{attrInts(op, attrs, "starts"), attrInts(op, attrs, "ends"),
+               attrInts(op, attrs, "axes"), attrInts(op, attrs, "steps")};
+  if (s.axes.empty())
+    for (size_t i = 0; i < s.starts.size(); ++i) s.axes.push_back(static_cast<int64_t>(i));
+  if (s.steps.empty()) s.steps.assign(s.starts.size(), 1);
+  s.consistent = s.ends.size() == s.starts.size() && s.axes.size() == s.starts.size() &&
+                 s.steps.size() == s.starts.size();
+  return s;
+}
+
 SliceDim resolveSliceDim(int64_t start, int64_t end, int64_t step, int64_t dim) {
   FERRY_CHECK(step != 0 && dim >= 0) << "slice step " << step << " on dim " << dim;
   // Adding dim >= 0 to a negative bound cannot overflow.

@@ -415,15 +415,10 @@ Expected<Copies> slice(const StepSpec &step) {
   const TensorType &x = step.operands[0];
   const Shape &xs = x.shape;
   const int64_t rank = x.rank();
-  const std::vector<int64_t> &starts = attrInts(step.op, step.attrs, "starts"),
-                             &ends = attrInts(step.op, step.attrs, "ends");
-  std::vector<int64_t> axes = attrInts(step.op, step.attrs, "axes"),
-                       steps = attrInts(step.op, step.attrs, "steps");
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    return contractError(step, "starts/ends/axes/steps of different lengths");
+  const SliceAttrs slice = sliceAttrs(step.op, step.attrs);
+  if (!slice.consistent) return contractError(step, "starts/ends/axes/steps of different lengths");
+  const std::vector<int64_t> &starts = slice.starts, &ends = slice.ends, &axes = slice.axes,
+                             &steps = slice.steps;
   // Per dim: first element and step; dims not sliced are taken whole.
   std::vector<int64_t> firstAt(xs.size(), 0), stepOf(xs.size(), 1);
   std::vector<bool> seen(xs.size(), false);

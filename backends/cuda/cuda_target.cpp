@@ -77,20 +77,37 @@ bool readAfter(const FusedBody &body, size_t j, size_t after) {
   return false;
 }
 
-// One generated kernel: the step's (or, given, `body`'s in its place).
-Expected<KernelPlan> lowerKernel(const StepSpec &step) {
-  Expected<cuda::KernelSource> k = cuda::stepKernel(step);
-  if (!k) return k.status();
-  Expected<std::string> ptx = cuda::compileToPtx(*k);
+// The types of the operands the anchor (a fused body's first micro-op, or the step's op) reads.
+Expected<std::vector<TensorType>> anchorOperandTypes(const StepSpec &step) {
+  if (!step.body) return std::vector<TensorType>(step.operands.begin(), step.operands.end());
+  std::vector<TensorType> types;
+  for (int32_t arg : (*step.body)[0].args) {
+    if (argIsMicroOp(arg) || static_cast<size_t>(arg) >= step.operands.size())
+      return contract(step, "the anchor reads something other than the step's operands");
+    types.push_back(step.operands[static_cast<size_t>(arg)]);
+  }
+  return types;
+}
+
+// `kernel` compiled by NVRTC into the plan's main (or tail) kernel.
+Status compileInto(Expected<cuda::KernelSource> kernel, cuda::CudaPlan &plan) {
+  if (!kernel) return kernel.status();
+  Expected<std::string> ptx = cuda::compileToPtx(*kernel);
   if (!ptx) return ptx.status();
-  cuda::CudaPlan plan;
-  plan.blocks = k->blocks;
-  plan.threads = k->threads;
-  plan.inputs = k->inputs;
-  plan.blockSync = k->blockSync;
-  plan.sourceHash = k->hash();
-  plan.source = std::move(k->source);
+  plan.blocks = kernel->blocks;
+  plan.threads = kernel->threads;
+  plan.inputs = kernel->inputs;
+  plan.blockSync = kernel->blockSync;
+  plan.sourceHash = kernel->hash();
+  plan.source = std::move(kernel->source);
   plan.ptx = std::move(*ptx);
+  return Status();
+}
+
+// One generated kernel: the step's.
+Expected<KernelPlan> lowerKernel(const StepSpec &step) {
+  cuda::CudaPlan plan;
+  FERRY_TRY(compileInto(cuda::stepKernel(step), plan));
   return KernelPlan{cuda::kKernelPlanName, 0, plan.encode()};
 }
 
@@ -118,21 +135,13 @@ Expected<KernelPlan> lowerGemm(const StepSpec &step) {
   const bool fused = step.body != nullptr;
   const OpKind anchor = fused ? (*step.body)[0].op : step.op.kind;
   const TensorType &anchorType = fused ? (*step.body)[0].type : step.result;
-  const size_t anchorOperands = fused ? (*step.body)[0].args.size() : step.operands.size();
   if (!cuda::hasKernel(anchor, anchorType.dtype))
     return contract(step, "no cuBLASLt GEMM computes it in " + std::string(dtypeName(anchorType.dtype)));
-  const bool bias = anchor == OpKind::Linear && anchorOperands == 3;
+  Expected<std::vector<TensorType>> types = anchorOperandTypes(step);
+  if (!types) return types.status();
+  const bool bias = anchor == OpKind::Linear && types->size() == 3;
   {  // the GEMM's shape, checked now rather than when a Session prepares it
-    std::vector<TensorType> types;
-    if (fused)
-      for (int32_t arg : (*step.body)[0].args) {
-        if (argIsMicroOp(arg) || static_cast<size_t>(arg) >= step.operands.size())
-          return contract(step, "the GEMM reads something other than the step's operands");
-        types.push_back(step.operands[static_cast<size_t>(arg)]);
-      }
-    else
-      types.assign(step.operands.begin(), step.operands.end());
-    Expected<cuda::GemmShape> shape = cuda::gemmShape(anchor, types, anchorType);
+    Expected<cuda::GemmShape> shape = cuda::gemmShape(anchor, *types, anchorType);
     if (!shape) return shape.status();
     if (bias && shape->k == 0)  // no product for cuBLASLt's bias epilogue to add to
       return lowerEmptyLinear(step, fused ? (*step.body)[0].args[2] : 2);
@@ -166,17 +175,7 @@ Expected<KernelPlan> lowerGemm(const StepSpec &step) {
       plan.gemmOutputOffset = static_cast<int64_t>(scratch);
       scratch += align256(gemmOut.byteSize());
     }
-    Expected<cuda::KernelSource> k = cuda::elementwiseKernel(step, static_cast<size_t>(plan.gemmMicroOps));
-    if (!k) return k.status();
-    Expected<std::string> ptx = cuda::compileToPtx(*k);
-    if (!ptx) return ptx.status();
-    plan.blocks = k->blocks;
-    plan.threads = k->threads;
-    plan.inputs = k->inputs;
-    plan.blockSync = k->blockSync;
-    plan.sourceHash = k->hash();
-    plan.source = std::move(k->source);
-    plan.ptx = std::move(*ptx);
+    FERRY_TRY(compileInto(cuda::elementwiseKernel(step, static_cast<size_t>(plan.gemmMicroOps)), plan));
   }
   return KernelPlan{cuda::kGemmPlanName, scratch, plan.encode()};
 }
@@ -185,35 +184,19 @@ Expected<KernelPlan> lowerGemm(const StepSpec &step) {
 // the result, then the tail's.
 Expected<KernelPlan> lowerAnchored(const StepSpec &step) {
   const MicroOp &a = (*step.body)[0];
-  std::vector<TensorType> operands;
-  for (int32_t arg : a.args) {
-    if (argIsMicroOp(arg) || static_cast<size_t>(arg) >= step.operands.size())
-      return contract(step, "the anchor reads something other than the step's operands");
-    operands.push_back(step.operands[static_cast<size_t>(arg)]);
-  }
-  const StepSpec anchor{opInfo(a.op), a.attrs, operands, a.type, step.device, a.loc};
-  Expected<cuda::KernelSource> ak = cuda::stepKernel(anchor);
-  if (!ak) return ak.status();
-  Expected<std::string> anchorPtx = cuda::compileToPtx(*ak);
-  if (!anchorPtx) return anchorPtx.status();
-  Expected<cuda::KernelSource> tail = cuda::elementwiseKernel(step, 1);
-  if (!tail) return tail.status();
-  Expected<std::string> ptx = cuda::compileToPtx(*tail);
-  if (!ptx) return ptx.status();
+  Expected<std::vector<TensorType>> operands = anchorOperandTypes(step);
+  if (!operands) return operands.status();
+  // The anchor's kernel first, moved into the anchor's fields; then the tail's.
   cuda::CudaPlan plan;
+  FERRY_TRY(compileInto(cuda::stepKernel(StepSpec{opInfo(a.op), a.attrs, *operands, a.type, step.device, a.loc}),
+                        plan));
+  plan.anchorBlocks = plan.blocks;
+  plan.anchorThreads = plan.threads;
+  plan.anchorBlockSync = plan.blockSync;
+  plan.anchorSource = std::move(plan.source);
+  plan.anchorPtx = std::move(plan.ptx);
+  FERRY_TRY(compileInto(cuda::elementwiseKernel(step, 1), plan));
   plan.gemmMicroOps = 1;
-  plan.anchorBlocks = ak->blocks;
-  plan.anchorThreads = ak->threads;
-  plan.anchorBlockSync = ak->blockSync;
-  plan.anchorPtx = std::move(*anchorPtx);
-  plan.anchorSource = std::move(ak->source);
-  plan.blocks = tail->blocks;
-  plan.threads = tail->threads;
-  plan.inputs = tail->inputs;
-  plan.blockSync = tail->blockSync;
-  plan.sourceHash = tail->hash();
-  plan.source = std::move(tail->source);
-  plan.ptx = std::move(*ptx);
   uint64_t scratch = 0;
   if (a.type != step.result) {
     plan.gemmOutputOffset = 0;

@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/codegen/gemm_shape.h"
 #include "backends/cuda/codegen/kernel_source.h"
+#include "backends/cuda/codegen/plan.h"
+#include "common/random_graph.h"
 #include "ir/tensor_data.h"
 
 namespace ferry::cudatest {
@@ -56,6 +59,41 @@ class HostKernels {
   std::string dir_, errors_;
   void *handle_ = nullptr;
 };
+
+/// Runs every step on the host, its kernel compiled once per distinct source (HostKernels), and
+/// compares it with the reference's result: floats within the step's tolerance, bool and
+/// integers exactly, the error flag clear. The first five differences are gtest failures (with
+/// the kernel's source). Returns the number of distinct kernels.
+size_t expectStepsMatchTheReference(const std::vector<CollectedStep> &steps, int *failures = nullptr);
+
+/// One step built by hand: its op, complete attributes and types, and inputs.
+struct HandStep {
+  std::string what;  ///< "conv2d of f32[1,4,6,6] f32[...] groups=2 ..."
+  const OpInfo *op = nullptr;
+  Attrs attrs;
+  std::vector<TensorType> operands;
+  TensorType result;
+  std::vector<TensorData> inputs;
+  Location loc;
+
+  StepSpec spec() const { return {*op, attrs, operands, result, Device::cuda(0), loc}; }
+};
+
+/// `kind` on random inputs of `operands` (as collectSteps draws them; a batch_norm's variance,
+/// operand 4, positive) with `attrs` completed; the result type from the shape rule.
+HandStep handStep(OpKind kind, std::vector<TensorType> operands, std::vector<NamedAttr> attrs,
+                  testutil::Rng &rng);
+
+/// Prints each step's kernel, compiles it with NVRTC where the toolkit is, runs it on the host
+/// and compares it with the reference (expectStepsMatchTheReference's rules); the number of
+/// steps that failed (each a gtest failure).
+int checkAgainstReference(const std::vector<HandStep> &steps);
+
+/// One cublasLtMatmul call as cuBLASLt defines it, on the host: D = epilogue(op(A) B + bias),
+/// column-major with the shape's leading dimensions and strided batches, elements of `dtype`
+/// summed in double and stored once (cuBLASLt sums in f32 or f64 and rounds once).
+void hostGemm(const cuda::GemmShape &g, DType dtype, cuda::Epilogue epilogue, const std::byte *a,
+              const std::byte *b, const std::byte *bias, std::byte *d);
 
 /// Which shapes of step occurred.
 struct Coverage {

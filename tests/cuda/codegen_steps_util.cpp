@@ -11,11 +11,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "backends/reference/interpreter.h"
 #include "common/random_graph.h"
 #include "common/value_check.h"
 #include "passes/lower.h"
+#ifdef FERRY_HAVE_CUDA
+#include "backends/cuda/nvrtc.h"
+#endif
 
 namespace ferry::cudatest {
 
@@ -217,6 +221,123 @@ unsigned HostKernels::run(size_t k, const std::vector<const TensorData *> &input
   for (const char *&p : in) args.push_back(&p);
   launch(kernels_[k].blocks, kernels_[k].threads, args.data());
   return error;
+}
+
+size_t expectStepsMatchTheReference(const std::vector<CollectedStep> &steps, int *failed) {
+  std::vector<cuda::KernelSource> kernels;
+  std::map<std::string, size_t> index;
+  std::vector<size_t> kernelOf;
+  for (const CollectedStep &s : steps) {
+    auto [it, added] = index.emplace(s.kernel.source, kernels.size());
+    if (added) kernels.push_back(s.kernel);
+    kernelOf.push_back(it->second);
+  }
+  const HostKernels host(kernels);
+  EXPECT_TRUE(host.ok()) << host.errors().substr(0, 4000);
+  if (failed) *failed = host.ok() ? 0 : static_cast<int>(steps.size());
+  if (!host.ok()) return kernels.size();
+  int failures = 0;
+  for (size_t i = 0; i < steps.size() && failures < 5; ++i) {
+    const CollectedStep &s = steps[i];
+    std::vector<const TensorData *> inputs;
+    for (const TensorData &t : s.inputs) inputs.push_back(&t);
+    TensorData got(s.want.dtype(), s.want.shape());
+    const unsigned flag = host.run(kernelOf[i], inputs, got);
+    const double tolerance = isFloating(s.want.dtype()) ? s.tolerance : 0;
+    std::string diff = testutil::compareOutputs({s.want}, {got}, tolerance);
+    if (flag != 0) diff = "the kernel set its error flag (" + std::to_string(flag) + ")";
+    if (!diff.empty()) {
+      ++failures;
+      ADD_FAILURE() << s.what << ": " << diff << "\n"
+                    << kernels[kernelOf[i]].source.substr(cuda::prelude().size());
+    }
+  }
+  if (failed) *failed = failures;
+  return kernels.size();
+}
+
+void hostGemm(const cuda::GemmShape &g, DType dtype, cuda::Epilogue epilogue, const std::byte *a,
+              const std::byte *b, const std::byte *bias, std::byte *d) {
+  const size_t e = dtypeSize(dtype);
+  auto at = [&](const std::byte *p, int64_t i) { return loadDouble(dtype, p + static_cast<size_t>(i) * e); };
+  for (int64_t batch = 0; batch < g.batch; ++batch)
+    for (int64_t j = 0; j < g.n; ++j)
+      for (int64_t i = 0; i < g.m; ++i) {
+        double acc = 0;
+        for (int64_t l = 0; l < g.k; ++l)
+          acc += at(a, batch * g.strideA + (g.transposeA ? l + i * g.lda : i + l * g.lda)) *
+                 at(b, batch * g.strideB + l + j * g.ldb);
+        if (bias) acc += at(bias, i);
+        switch (epilogue) {
+          case cuda::Epilogue::Relu:
+          case cuda::Epilogue::ReluBias: acc = acc > 0 ? acc : 0; break;
+          case cuda::Epilogue::Gelu:
+          case cuda::Epilogue::GeluBias:
+            acc = 0.5 * acc * (1 + std::tanh(0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)));
+            break;
+          default: break;
+        }
+        storeDouble(dtype, d + static_cast<size_t>(batch * g.strideD + i + j * g.ldd) * e, acc);
+      }
+}
+
+HandStep handStep(OpKind kind, std::vector<TensorType> operands, std::vector<NamedAttr> attrs,
+                  testutil::Rng &rng) {
+  HandStep h;
+  h.op = &opInfo(kind);
+  h.loc = Location{.file = "hand.fy", .line = 7, .col = 3};
+  Expected<Attrs> complete = makeAttrs(*h.op, attrs, {});
+  EXPECT_TRUE(complete.ok()) << complete.status().message();
+  if (complete) h.attrs = *complete;
+  h.operands = std::move(operands);
+  InferResult r = inferType(*h.op, h.operands, h.attrs);
+  EXPECT_TRUE(std::holds_alternative<TensorType>(r)) << h.op->name;
+  if (auto *t = std::get_if<TensorType>(&r)) h.result = *t;
+  h.what = std::string(h.op->name) + " of";
+  for (const TensorType &t : h.operands) h.what += " " + t.str();
+  for (const NamedAttr &a : attrs) h.what += " " + a.name + "=" + attrValueStr(a.value);
+  for (size_t k = 0; k < h.operands.size(); ++k) {
+    TensorData d = randomTensor(h.operands[k], rng);
+    if (kind == OpKind::BatchNorm && k == 4)  // a variance: positive
+      for (int64_t i = 0; i < d.numel(); ++i) d.set(i, std::fabs(d.at(i)) + 1.0 / 64);
+    h.inputs.push_back(std::move(d));
+  }
+  return h;
+}
+
+int checkAgainstReference(const std::vector<HandStep> &steps) {
+  std::vector<CollectedStep> collected;
+  int failures = 0;
+  for (const HandStep &h : steps) {
+    CollectedStep c;
+    c.what = h.what;
+    Expected<cuda::KernelSource> k = cuda::stepKernel(h.spec());
+    Expected<TensorData> want = reference::evalOp(*h.op, h.inputs, h.attrs, h.result, h.loc);
+    if (!k || !want) {
+      ADD_FAILURE() << h.what << ": " << (!k ? k.status() : want.status()).message();
+      ++failures;
+      continue;
+    }
+#ifdef FERRY_HAVE_CUDA
+    if (Expected<std::string> ptx = cuda::compileToPtx(*k); !ptx) {
+      ADD_FAILURE() << h.what << ": " << ptx.status().message();
+      ++failures;
+    }
+#endif
+    double scale = largestMagnitude(*want);
+    for (const TensorData &t : h.inputs) scale = std::max(scale, largestMagnitude(t));
+    c.kernel = std::move(*k);
+    c.inputs = h.inputs;
+    c.want = std::move(*want);
+    c.tolerance = std::max(0x1p-24, testutil::unitRoundoff(h.result.dtype)) * std::max(1.0, scale) * 12;
+    c.operands = h.operands;
+    c.result = h.result;
+    c.op = h.op->kind;
+    collected.push_back(std::move(c));
+  }
+  int ran = 0;
+  expectStepsMatchTheReference(collected, &ran);
+  return failures + ran;
 }
 
 Coverage coverageOf(const std::vector<CollectedStep> &steps) {

@@ -215,31 +215,8 @@ class EmulatedCuda final : public DeviceRuntime {
   }
 
  private:
-  // cuBLASLt's D = epilogue(op(A) B + bias), column-major, per strided batch; in double, stored
-  // once in the output dtype (cuBLASLt computes in f32 and rounds once).
   static void gemm(const EmulatedKernel &k, const cuda::GemmCall &c) {
-    const cuda::GemmShape &g = k.shape;
-    const size_t e = dtypeSize(k.dtype);
-    auto at = [&](const std::byte *p, int64_t i) { return loadDouble(k.dtype, p + static_cast<size_t>(i) * e); };
-    for (int64_t b = 0; b < g.batch; ++b)
-      for (int64_t j = 0; j < g.n; ++j)
-        for (int64_t i = 0; i < g.m; ++i) {
-          double acc = 0;
-          for (int64_t l = 0; l < g.k; ++l)
-            acc += at(c.a, b * g.strideA + (g.transposeA ? l + i * g.lda : i + l * g.lda)) *
-                   at(c.b, b * g.strideB + l + j * g.ldb);
-          if (c.bias) acc += at(c.bias, i);
-          switch (k.plan.epilogue) {
-            case cuda::Epilogue::Relu:
-            case cuda::Epilogue::ReluBias: acc = acc > 0 ? acc : 0; break;
-            case cuda::Epilogue::Gelu:
-            case cuda::Epilogue::GeluBias:
-              acc = 0.5 * acc * (1 + std::tanh(0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)));
-              break;
-            default: break;
-          }
-          storeDouble(k.dtype, c.d + static_cast<size_t>(b * g.strideD + i + j * g.ldd) * e, acc);
-        }
+    cudatest::hostGemm(k.shape, k.dtype, k.plan.epilogue, c.a, c.b, c.bias, c.d);
   }
 
   std::vector<Device> devices_;

@@ -1,7 +1,6 @@
 // tests/cuda/gemm_shape_test.cpp — the CUDA backend's matmul and linear, as the column-major GEMM
 // calls it hands cuBLASLt (backends/cuda/codegen/gemm_shape.h), computed here on the host with
-// cuBLASLt's documented semantics (D = op(A) B per batch; column-major with leading dimensions;
-// strided batches; a bias per row of D) and compared with the reference interpreter: the mapping
+// cuBLASLt's documented semantics (cudatest::hostGemm) and compared with the reference: the mapping
 // from ferry's row-major tensors is checked without a GPU.
 #include <gtest/gtest.h>
 
@@ -9,37 +8,10 @@
 #include "backends/reference/interpreter.h"
 #include "common/random_graph.h"
 #include "common/value_check.h"
+#include "cuda/codegen_steps.h"
 
 namespace ferry {
 namespace {
-
-// cuBLASLt's matmul on host doubles: D[i + j*ldd] = sum_l opA(i,l) B[l + j*ldb] (+ bias[i]),
-// opA(i,l) = A[l + i*lda] when transposed, A[i + l*lda] otherwise; per strided batch, or per call.
-std::vector<double> columnMajorGemm(const cuda::GemmShape &g, const std::vector<double> &a,
-                                    const std::vector<double> &b, const std::vector<double> *bias,
-                                    size_t resultSize) {
-  std::vector<double> d(resultSize, -12345);  // what no call writes shows
-  auto one = [&](int64_t offA, int64_t offB, int64_t offD) {
-    for (int64_t j = 0; j < g.n; ++j)
-      for (int64_t i = 0; i < g.m; ++i) {
-        double acc = 0;
-        for (int64_t l = 0; l < g.k; ++l) {
-          const double av = g.transposeA ? a[static_cast<size_t>(offA + l + i * g.lda)]
-                                         : a[static_cast<size_t>(offA + i + l * g.lda)];
-          acc += av * b[static_cast<size_t>(offB + l + j * g.ldb)];
-        }
-        if (bias) acc += (*bias)[static_cast<size_t>(i)];
-        d.at(static_cast<size_t>(offD + i + j * g.ldd)) = acc;
-      }
-  };
-  if (!g.calls.empty()) {
-    for (const auto &[offA, offB, offD] : g.calls) one(offA, offB, offD);
-  } else {
-    for (int64_t batch = 0; batch < g.batch; ++batch)
-      one(batch * g.strideA, batch * g.strideB, batch * g.strideD);
-  }
-  return d;
-}
 
 std::vector<double> values(const TensorData &t) {
   std::vector<double> v;
@@ -94,11 +66,19 @@ TEST(CudaGemmShape, MatmulAndLinearAsCuBlasLtComputeThemMatchTheReference) {
     ASSERT_TRUE(g.ok()) << g.status().message();
     partial += !g->calls.empty();
     strided += g->batch > 1;
-    const std::vector<double> bias = c.bias ? values(in[2]) : std::vector<double>{};
-    // cuBLASLt's A is ferry's second operand, its B the first.
-    const std::vector<double> got =
-        columnMajorGemm(*g, values(in[1]), values(in[0]), c.bias ? &bias : nullptr,
-                        static_cast<size_t>(result.numel()));
+    // cuBLASLt's A is ferry's second operand, its B the first; what no call writes shows.
+    TensorData d(DType::F64, result.shape);
+    for (int64_t i = 0; i < d.numel(); ++i) d.set(i, -12345);
+    const std::byte *bias = c.bias ? in[2].bytes().data() : nullptr;
+    if (g->calls.empty()) {
+      cudatest::hostGemm(*g, DType::F64, cuda::Epilogue::None, in[1].bytes().data(),
+                         in[0].bytes().data(), bias, d.mutableBytes().data());
+    } else {
+      for (const auto &[offA, offB, offD] : g->calls)
+        cudatest::hostGemm(*g, DType::F64, cuda::Epilogue::None, in[1].bytes().data() + offA * 8,
+                           in[0].bytes().data() + offB * 8, bias, d.mutableBytes().data() + offD * 8);
+    }
+    const std::vector<double> got = values(d);
     const std::vector<double> expected = values(*want);
     ASSERT_EQ(got.size(), expected.size());
     for (size_t i = 0; i < got.size(); ++i)

@@ -92,29 +92,7 @@ TEST(SessionStreams, ACopyBetweenDevicesOfOneRuntimeWaitsForItsSource) {
 
 // The host's bytes go up to cuda:0 and the CPU goes on computing into memory the plan may
 // reuse; what comes back is read by the CPU at once.
-TEST(SessionStreams, CopiesBetweenRuntimesFinishBeforeEitherSideGoesOn) {
-  for (bool hostAccessible : {false, true}) {
-    SCOPED_TRACE(hostAccessible ? "host-accessible" : "device memory");
-    (void)expectReference(R"(graph g {
-      input %x : f32[64,32] @cpu
-      %a @cpu = relu(%x)
-      %b @cuda:0 = exp(%a)
-      %c @cpu = sigmoid(%x)
-      %d @cpu = neg(%c)
-      %e @cuda:0 = tanh(%b)
-      %f @cpu = add(%e, %d)
-      %g @cuda:1 = sub(%f, %a)
-      output %g @cpu
-    })",
-                    hostAccessible);
-  }
-}
-
-// An upload that takes the host's bytes when issued (as the CUDA runtime's staged uploads) is
-// not waited for: the host computes on (here %c and %d, into memory the plan may give %a's bytes
-// to) while the device's queue holds the copy, and the results are still the reference's.
-TEST(SessionStreams, UploadsThatReadTheHostOnIssueAreNotWaitedFor) {
-  constexpr std::string_view text = R"(graph g {
+constexpr std::string_view kBackAndForth = R"(graph g {
       input %x : f32[64,32] @cpu
       %a @cpu = relu(%x)
       %b @cuda:0 = exp(%a)
@@ -125,8 +103,21 @@ TEST(SessionStreams, UploadsThatReadTheHostOnIssueAreNotWaitedFor) {
       %g @cuda:1 = sub(%f, %a)
       output %g @cpu
     })";
-  const int waited = expectReference(text, /*hostAccessible=*/false);
-  const int notWaited = expectReference(text, /*hostAccessible=*/false, /*readsHostOnIssue=*/true);
+
+TEST(SessionStreams, CopiesBetweenRuntimesFinishBeforeEitherSideGoesOn) {
+  for (bool hostAccessible : {false, true}) {
+    SCOPED_TRACE(hostAccessible ? "host-accessible" : "device memory");
+    (void)expectReference(kBackAndForth, hostAccessible);
+  }
+}
+
+// An upload that takes the host's bytes when issued (as the CUDA runtime's staged uploads) is
+// not waited for: the host computes on (here %c and %d, into memory the plan may give %a's bytes
+// to) while the device's queue holds the copy, and the results are still the reference's.
+TEST(SessionStreams, UploadsThatReadTheHostOnIssueAreNotWaitedFor) {
+  const int waited = expectReference(kBackAndForth, /*hostAccessible=*/false);
+  const int notWaited =
+      expectReference(kBackAndForth, /*hostAccessible=*/false, /*readsHostOnIssue=*/true);
   ASSERT_GE(waited, 0);
   ASSERT_GE(notWaited, 0);
   // The uploads (of %a and %f) are not followed by a wait for the device's stream.

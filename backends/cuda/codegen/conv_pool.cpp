@@ -30,12 +30,6 @@ namespace ferry::cuda {
 
 namespace {
 
-std::string ll(int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%" PRId64 "LL", v);
-  return buf;
-}
-
 int64_t floorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 // `const ferry_i64 A = 1LL, B = 2LL;`: the constants a kernel's text names.

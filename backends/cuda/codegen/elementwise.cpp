@@ -13,18 +13,11 @@
 #include <cstdio>
 #include <numeric>
 
-#include "backends/cuda/codegen/kernel_source.h"
+#include "backends/cuda/codegen/generators_impl.h"
 
 namespace ferry::cuda {
 
 namespace {
-
-Status contract(const StepSpec &step, const std::string &what) {
-  return makeError("internal",
-                   "CUDA kernel of '" + std::string(step.op.name) + "' on " + step.device.str() +
-                       ": " + what,
-                   step.loc);
-}
 
 std::string hexDouble(double v) {
   char buf[64];
@@ -64,7 +57,7 @@ Expected<std::string> expression(const StepSpec &step, const MicroOp &m,
         case OpKind::Neg: return "ferry_ineg(" + x + ")";
         case OpKind::Abs: return "ferry_iabs(" + x + ")";
         case OpKind::Relu: return "(" + x + " > 0 ? " + x + " : (ferry_i64)0)";
-        default: return contract(step, "'" + std::string(op.name) + "' has no integer form");
+        default: return contractError(step, "'" + std::string(op.name) + "' has no integer form");
       }
     }
     switch (m.op) {
@@ -93,7 +86,7 @@ Expected<std::string> expression(const StepSpec &step, const MicroOp &m,
                hexDouble(attrFloat(op, m.attrs, "alpha")) + " * " + x + " : " + x + ")";
       default: break;
     }
-    return contract(step, "no CUDA form of '" + std::string(op.name) + "'");
+    return contractError(step, "no CUDA form of '" + std::string(op.name) + "'");
   }
   if (op.dtypeRule == DTypeRule::Compare) {
     const char *c = m.op == OpKind::Equal ? " == " : m.op == OpKind::Less ? " < " : " > ";
@@ -113,7 +106,7 @@ Expected<std::string> expression(const StepSpec &step, const MicroOp &m,
         case OpKind::Pow: return "ferry_f2i(pow((double)" + x + ", (double)" + y + "))";
         default: break;
       }
-      return contract(step, "'" + std::string(op.name) + "' has no integer form");
+      return contractError(step, "'" + std::string(op.name) + "' has no integer form");
     }
     switch (m.op) {
       case OpKind::Add: return "(" + x + " + " + y + ")";
@@ -126,7 +119,7 @@ Expected<std::string> expression(const StepSpec &step, const MicroOp &m,
       default: break;
     }
   }
-  return contract(step, "'" + std::string(op.name) + "' is not elementwise");
+  return contractError(step, "'" + std::string(op.name) + "' is not elementwise");
 }
 
 // How the kernel reads one input.
@@ -165,12 +158,12 @@ Expected<KernelSource> elementwiseKernel(const StepSpec &step, size_t computedBe
   }
   const bool anchorOutput = computedBefore > 0;
   if (anchorOutput && (body->empty() || !opInfo((*body)[0].op).is(OpTrait::GemmLike)))
-    return contract(step, "no GEMM anchor to read the output of");
+    return contractError(step, "no GEMM anchor to read the output of");
   const size_t first = computedBefore;
-  if (body->size() <= first) return contract(step, "no elementwise micro-op");
+  if (body->size() <= first) return contractError(step, "no elementwise micro-op");
   const TensorType &result = step.result;
   if (body->back().type != result)
-    return contract(step, "the body's last value is " + body->back().type.str() + ", the result " +
+    return contractError(step, "the body's last value is " + body->back().type.str() + ", the result " +
                               result.str());
 
   // Inputs: the step's operands, then the anchor's output.
@@ -185,15 +178,15 @@ Expected<KernelSource> elementwiseKernel(const StepSpec &step, size_t computedBe
   for (size_t j = first; j < body->size(); ++j)
     for (int32_t arg : (*body)[j].args) {
       const int64_t in = inputOf(arg);
-      if (in < 0 && microOpOf(arg) >= j) return contract(step, "a micro-op reads a later one");
+      if (in < 0 && microOpOf(arg) >= j) return contractError(step, "a micro-op reads a later one");
       if (in < 0 && microOpOf(arg) < first)
-        return contract(step, "micro-op " + std::to_string(j) + " reads a value the GEMM does not output");
-      if (in >= static_cast<int64_t>(inputs.size())) return contract(step, "an operand out of range");
+        return contractError(step, "micro-op " + std::to_string(j) + " reads a value the GEMM does not output");
+      if (in >= static_cast<int64_t>(inputs.size())) return contractError(step, "an operand out of range");
       if (in >= 0) {
         Input &input = inputs[static_cast<size_t>(in)];
         if (!broadcastShapes(input.type.shape, result.shape) ||
             *broadcastShapes(input.type.shape, result.shape) != result.shape)
-          return contract(step, "input " + input.type.str() + " does not broadcast to " +
+          return contractError(step, "input " + input.type.str() + " does not broadcast to " +
                                     result.str());
         input.access = input.type.shape == result.shape ? Access::Dense
                        : input.type.numel() == 1         ? Access::One
@@ -294,14 +287,14 @@ Expected<KernelSource> elementwiseKernel(const StepSpec &step, size_t computedBe
         }
       }
       if (m.op == OpKind::Cast) {
-        if (args.size() != 1) return contract(step, "a cast of " + std::to_string(args.size()) + " operands");
+        if (args.size() != 1) return contractError(step, "a cast of " + std::to_string(args.size()) + " operands");
         e += std::string("    const ") + computeType(compute) + " " + names[j] + " = " +
              rounded(convert(args[0], argTypes[0], compute), compute) + ";\n";
         continue;
       }
       if (op.dtypeRule == DTypeRule::Compare) {
         if (argTypes.size() != 2 || argTypes[0] != argTypes[1])
-          return contract(step, "a comparison of different dtypes (a cast is missing)");
+          return contractError(step, "a comparison of different dtypes (a cast is missing)");
         compute = argTypes[0];
       }
       for (size_t i = 0; i < args.size(); ++i) {

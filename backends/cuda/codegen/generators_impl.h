@@ -48,6 +48,9 @@ inline constexpr int64_t kMaxGridBlocks = 8192;
 /// An "internal" error at the step's location: the step breaks the generator's contract.
 Status contractError(const StepSpec &step, const std::string &what);
 
+/// `v` as a long long literal in generated source ("42LL").
+std::string ll(int64_t v);
+
 /// Threads of a block that reduces a row of `length` elements: a power of two from 32 to 256,
 /// about eight elements a thread before it grows.
 int32_t blockThreads(int64_t length);

@@ -24,12 +24,6 @@ namespace ferry::cuda {
 
 namespace {
 
-std::string ll(int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%" PRId64 "LL", v);
-  return buf;
-}
-
 Expected<int64_t> axisOf(const StepSpec &step, int64_t axis, int64_t rank) {
   std::optional<int64_t> n = normalizeAxis(axis, rank);
   if (!n)
@@ -99,15 +93,10 @@ Expected<KernelSource> transposeCopy(const StepSpec &step) {
 Expected<KernelSource> sliceCopy(const StepSpec &step) {
   const TensorType &x = step.operands[0];
   const int64_t rank = x.rank();
-  const std::vector<int64_t> &starts = attrInts(step.op, step.attrs, "starts"),
-                             &ends = attrInts(step.op, step.attrs, "ends");
-  std::vector<int64_t> axes = attrInts(step.op, step.attrs, "axes"),
-                       steps = attrInts(step.op, step.attrs, "steps");
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
-    return contractError(step, "starts/ends/axes/steps of different lengths");
+  const SliceAttrs slice = sliceAttrs(step.op, step.attrs);
+  if (!slice.consistent) return contractError(step, "starts/ends/axes/steps of different lengths");
+  const std::vector<int64_t> &starts = slice.starts, &ends = slice.ends, &axes = slice.axes,
+                             &steps = slice.steps;
   // Per dim: the first element taken, the step and the count; dims not sliced are taken whole.
   std::vector<int64_t> first(static_cast<size_t>(rank), 0), step1(static_cast<size_t>(rank), 1);
   Shape outShape = x.shape;

@@ -15,6 +15,12 @@ Status contractError(const StepSpec &step, const std::string &what) {
                    step.loc);
 }
 
+std::string ll(int64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%" PRId64 "LL", v);
+  return buf;
+}
+
 int32_t blockThreads(int64_t length) {
   int32_t threads = 32;
   while (threads < 256 && threads * int64_t{8} < length) threads *= 2;

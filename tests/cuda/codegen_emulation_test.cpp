@@ -26,9 +26,9 @@ TEST(CudaCodegen, EveryFusedGroupOfTheRandomGraphsMatchesTheReferenceOnTheHost) 
   const std::vector<CollectedStep> steps = cudatest::collectSteps(/*graphs=*/400, /*elementwise=*/true);
   const size_t kernels = cudatest::expectStepsMatchTheReference(steps);
   EXPECT_GE(kernels, 100u);
-  const cudatest::Coverage coverage = cudatest::coverageOf(steps);
-  std::printf("%zu steps, %zu distinct kernels: %s\n", steps.size(), kernels, coverage.str().c_str());
-  coverage.expectEveryShape();
+  const testutil::GroupShapes shapes = cudatest::groupShapesOf(steps);
+  std::printf("%zu steps, %zu distinct kernels: %s\n", steps.size(), kernels, shapes.str().c_str());
+  for (const auto &[name, n] : shapes.counts()) EXPECT_GE(n, 3) << name;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "backends/cuda/codegen/gemm_shape.h"
 #include "backends/cuda/codegen/kernel_source.h"
 #include "backends/cuda/codegen/plan.h"
+#include "common/group_shapes.h"
 #include "common/random_graph.h"
 #include "ir/tensor_data.h"
 
@@ -95,15 +96,7 @@ int checkAgainstReference(const std::vector<HandStep> &steps);
 void hostGemm(const cuda::GemmShape &g, DType dtype, cuda::Epilogue epilogue, const std::byte *a,
               const std::byte *b, const std::byte *bias, std::byte *d);
 
-/// Which shapes of step occurred.
-struct Coverage {
-  int steps = 0, groups = 0, anchored = 0, elementwiseOnly = 0, large = 0, broadcastInput = 0,
-      withCast = 0, withWhere = 0, withCompare = 0, mixedDTypes = 0, halfDTypes = 0,
-      integerDTypes = 0;
-  std::string str() const;
-  /// Each shape at least three times (a gtest failure per missing shape).
-  void expectEveryShape() const;
-};
-Coverage coverageOf(const std::vector<CollectedStep> &steps);
+/// The shapes of group among `steps` (tests/common/group_shapes.h).
+testutil::GroupShapes groupShapesOf(const std::vector<CollectedStep> &steps);
 
 }  // namespace ferry::cudatest

@@ -340,56 +340,10 @@ int checkAgainstReference(const std::vector<HandStep> &steps) {
   return failures + ran;
 }
 
-Coverage coverageOf(const std::vector<CollectedStep> &steps) {
-  Coverage s;
-  for (const CollectedStep &c : steps) {
-    ++s.steps;
-    for (const TensorType &t : c.operands) s.broadcastInput += t.shape != c.result.shape && t.numel() > 1;
-    if (c.body.empty()) continue;
-    ++s.groups;
-    const bool anchored = opInfo(c.body[0].op).is(OpTrait::GemmLike);
-    s.anchored += anchored;
-    s.elementwiseOnly += !anchored;
-    s.large += c.body.size() >= 4;
-    bool cast = false, where = false, compare = false, half = false, integer = false;
-    std::vector<DType> dtypes;
-    for (const MicroOp &m : c.body) {
-      cast |= m.op == OpKind::Cast;
-      where |= m.op == OpKind::Where;
-      compare |= opInfo(m.op).dtypeRule == DTypeRule::Compare;
-      half |= m.type.dtype == DType::F16 || m.type.dtype == DType::BF16;
-      integer |= !isFloating(m.type.dtype) && m.type.dtype != DType::Bool;
-      if (std::find(dtypes.begin(), dtypes.end(), m.type.dtype) == dtypes.end()) dtypes.push_back(m.type.dtype);
-    }
-    s.withCast += cast;
-    s.withWhere += where;
-    s.withCompare += compare;
-    s.halfDTypes += half;
-    s.integerDTypes += integer;
-    s.mixedDTypes += dtypes.size() > 1;
-  }
-  return s;
-}
-
-std::string Coverage::str() const {
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "%d groups (%d anchored, %d elementwise only, %d of 4+ micro-ops, %d with a cast, "
-                "%d with where, %d with a comparison, %d of mixed dtypes, %d with f16/bf16, %d with "
-                "integers); %d steps read a broadcast input",
-                groups, anchored, elementwiseOnly, large, withCast, withWhere, withCompare,
-                mixedDTypes, halfDTypes, integerDTypes, broadcastInput);
-  return buf;
-}
-
-void Coverage::expectEveryShape() const {
-  const std::pair<const char *, int> shapes[] = {
-      {"anchored", anchored},        {"elementwise only", elementwiseOnly},
-      {"4+ micro-ops", large},       {"broadcast input", broadcastInput},
-      {"cast", withCast},            {"where", withWhere},
-      {"comparison", withCompare},   {"mixed dtypes", mixedDTypes},
-      {"f16/bf16", halfDTypes},      {"integers", integerDTypes}};
-  for (const auto &[name, n] : shapes) EXPECT_GE(n, 3) << name;
+testutil::GroupShapes groupShapesOf(const std::vector<CollectedStep> &steps) {
+  testutil::GroupShapes shapes;
+  for (const CollectedStep &c : steps) shapes.add(c.body, c.operands, c.result);
+  return shapes;
 }
 
 }  // namespace ferry::cudatest

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "backends/reference/interpreter.h"
+#include "common/group_shapes.h"
 #include "common/random_graph.h"
 #include "common/value_check.h"
 #include "ir/parser.h"
@@ -25,46 +26,12 @@ namespace {
 constexpr int kGraphs = 2000;
 constexpr int kMaxFailures = 5;
 
-// Group shapes, counted over the suite.
-struct Shapes {
-  int groups = 0, anchored = 0, elementwiseOnly = 0, broadcastInput = 0, withCast = 0,
-      withWhere = 0, withCompare = 0, large = 0, mixedDTypes = 0, halfDTypes = 0,
-      integerDTypes = 0;
-  std::map<OpKind, int> anchors;
-};
-
-void count(const Executable &exe, Shapes &s) {
+// Group shapes of an executable's steps, counted over the suite.
+void count(const Executable &exe, testutil::GroupShapes &s) {
   for (const Step &st : exe.steps) {
-    if (st.body.empty()) continue;
-    ++s.groups;
-    const bool anchored = opInfo(st.body[0].op).is(OpTrait::GemmLike);
-    if (anchored) {
-      ++s.anchored;
-      ++s.anchors[st.body[0].op];
-    } else {
-      ++s.elementwiseOnly;
-    }
-    s.large += st.body.size() >= 4;
-    const TensorType &result = exe.slots[static_cast<size_t>(st.result)].type;
-    for (int32_t o : st.operands)
-      s.broadcastInput += exe.slots[static_cast<size_t>(o)].type.shape != result.shape;
-    bool cast = false, where = false, compare = false, half = false, integer = false;
-    std::vector<DType> dtypes;
-    for (const MicroOp &m : st.body) {
-      cast |= m.op == OpKind::Cast;
-      where |= m.op == OpKind::Where;
-      compare |= opInfo(m.op).dtypeRule == DTypeRule::Compare;
-      half |= m.type.dtype == DType::F16 || m.type.dtype == DType::BF16;
-      integer |= !isFloating(m.type.dtype) && m.type.dtype != DType::Bool;
-      if (std::find(dtypes.begin(), dtypes.end(), m.type.dtype) == dtypes.end())
-        dtypes.push_back(m.type.dtype);
-    }
-    s.withCast += cast;
-    s.withWhere += where;
-    s.withCompare += compare;
-    s.halfDTypes += half;
-    s.integerDTypes += integer;
-    s.mixedDTypes += dtypes.size() > 1;
+    std::vector<TensorType> operands;
+    for (int32_t o : st.operands) operands.push_back(exe.slots[static_cast<size_t>(o)].type);
+    if (!st.body.empty()) s.add(st.body, operands, exe.slots[static_cast<size_t>(st.result)].type);
   }
 }
 
@@ -105,7 +72,7 @@ Ran runCompiled(const Graph &compiled, const CompileOptions &options,
 
 TEST(FusionProperty, FusedAndUnfusedGraphsGiveTheReferencesResultsAndTheSameBytes) {
   const std::vector<OpKind> ops = fusableOps();
-  Shapes shapes;
+  testutil::GroupShapes shapes;
   int graphs = 0, rejected = 0, bothFailed = 0, compared = 0, fusedGraphs = 0, failures = 0;
   for (int seed = 0; seed < kGraphs && failures < kMaxFailures; ++seed) {
     ++graphs;
@@ -187,23 +154,17 @@ TEST(FusionProperty, FusedAndUnfusedGraphsGiveTheReferencesResultsAndTheSameByte
     ++compared;
   }
   std::printf("%d graphs: %d rejected by compile, %d failed in both, %d compared (%d with groups); "
-              "%d groups: %d anchored (matmul %d, linear %d, conv2d %d), %d elementwise only, "
-              "%d of 4+ micro-ops, %d reading a broadcast input, %d with a cast, %d with where, "
-              "%d with a comparison, %d of mixed dtypes, %d with f16/bf16, %d with integers\n",
-              graphs, rejected, bothFailed, compared, fusedGraphs, shapes.groups, shapes.anchored,
+              "%s; anchors: matmul %d, linear %d, conv2d %d\n",
+              graphs, rejected, bothFailed, compared, fusedGraphs, shapes.str().c_str(),
               shapes.anchors[OpKind::Matmul], shapes.anchors[OpKind::Linear],
-              shapes.anchors[OpKind::Conv2d], shapes.elementwiseOnly, shapes.large,
-              shapes.broadcastInput, shapes.withCast, shapes.withWhere, shapes.withCompare,
-              shapes.mixedDTypes, shapes.halfDTypes, shapes.integerDTypes);
+              shapes.anchors[OpKind::Conv2d]);
   EXPECT_EQ(failures, 0);
   EXPECT_GE(compared, 1500);
   EXPECT_GE(fusedGraphs, compared / 3);
   // Every shape of group the pass makes, at least a few times.
-  for (int n : {shapes.anchored, shapes.elementwiseOnly, shapes.large, shapes.broadcastInput,
-                shapes.withCast, shapes.withWhere, shapes.withCompare, shapes.mixedDTypes,
-                shapes.halfDTypes, shapes.integerDTypes, shapes.anchors[OpKind::Matmul],
-                shapes.anchors[OpKind::Linear], shapes.anchors[OpKind::Conv2d]})
-    EXPECT_GE(n, 3);
+  for (const auto &[name, n] : shapes.counts()) EXPECT_GE(n, 3) << name;
+  for (OpKind k : {OpKind::Matmul, OpKind::Linear, OpKind::Conv2d})
+    EXPECT_GE(shapes.anchors[k], 3) << opInfo(k).name;
 }
 
 // `text` (one input %x, one output) compiled with and without fusion and run on `x`: the two

@@ -68,6 +68,16 @@ struct StepSpec {
   /// A fused step's body (then `op` is the body's anchor, or its last op when it has none, and
   /// `operands` are the group's inputs); null for a step of one node.
   const FusedBody *body = nullptr;
+  /// At prepare only, from a Session that allows it (Session::Options::maxPackedWeightBytes):
+  /// per operand, its bytes in the step's device memory when they are the same on every launch
+  /// (a weight, or a slot the load steps computed), else null; empty when none are given. A
+  /// kernel may keep a copy of them in a layout of its own (the CPU's oneDNN GEMMs pack their
+  /// weights so) within `packBudget`; the operand is still passed at each launch, at this same
+  /// address.
+  std::span<const std::byte *const> constants = {};
+  /// The bytes such copies may still take, the session's, shared by its kernels: a kernel
+  /// subtracts what it keeps and keeps nothing that does not fit. Null: no copies.
+  uint64_t *packBudget = nullptr;
 };
 
 /// What lowering decided for one step, saved in the executable: which of the target's kernels

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "backends/cpu/num_threads.h"
+#include "backends/cpu/onednn_gemm.h"
 #include "passes/lower.h"
 #include "runtime/session.h"
 #include "tools/common/load_model.h"
@@ -107,6 +108,7 @@ std::string jsonString(const std::string &s) {
 
 int runBench(const Flags &f) {
   if (Status s = cpu::checkNumThreadsEnv(); !s.ok()) return fail(firstLine(s), 2);
+  if (Status s = cpu::checkCpuGemmEnv(); !s.ok()) return fail(firstLine(s), 2);
 
   LoadOptions load;
   CompileOptions compile;  // the defaults: every value on cpu

@@ -160,7 +160,10 @@ struct Session::State {
   Status makeTables(Workspace &ws) const;
   Status checkOwned(const Step &step, const std::string &which,
                     std::span<const std::byte *const> operands, const std::byte *result) const;
-  Expected<std::unique_ptr<PreparedKernel>> prepare(const Step &step, std::string_view which) const;
+  // With `packBudget`: tell the kernel which operands are weights or loaded slots, where they
+  // are, and what copies of them it may keep (StepSpec::constants, packBudget).
+  Expected<std::unique_ptr<PreparedKernel>> prepare(const Step &step, std::string_view which,
+                                                    uint64_t *packBudget = nullptr) const;
   Status findExternalUses();
   Status uploadWeights();
   Status load();
@@ -419,18 +422,10 @@ Expected<Session> Session::make(Executable exe, Options options) {
   for (size_t i = 0; i < plan.outputs.size(); ++i)
     st->outputIndex.emplace(plan.slots[static_cast<size_t>(plan.outputs[i])].name, i);
 
-  // Kernels: each step's plan prepared once by its device's runtime.
   size_t args = 0;
   for (const Step &step : plan.steps) {
     st->argStart.push_back(args);
     args += step.operands.size();
-    if (step.op == OpKind::Transfer) {
-      st->kernels.emplace_back();
-      continue;
-    }
-    Expected<std::unique_ptr<PreparedKernel>> kernel = st->prepare(step, "step");
-    if (!kernel) return kernel.status();
-    st->kernels.push_back(std::move(*kernel));
   }
   st->argStart.push_back(args);
   FERRY_TRY(st->findExternalUses());
@@ -438,6 +433,21 @@ Expected<Session> Session::make(Executable exe, Options options) {
   st->held.assign(plan.slots.size(), nullptr);
   FERRY_TRY(st->uploadWeights());
   FERRY_TRY(st->load());
+
+  // Kernels: each step's plan prepared once by its device's runtime, after the weights and the
+  // load steps, so that a kernel may pack the weights it reads (StepSpec::constants).
+  uint64_t packBudget = st->options.maxPackedWeightBytes;
+  for (const Step &step : plan.steps) {
+    if (step.op == OpKind::Transfer) {
+      st->kernels.emplace_back();
+      continue;
+    }
+    Expected<std::unique_ptr<PreparedKernel>> kernel =
+        st->prepare(step, "step", packBudget > 0 ? &packBudget : nullptr);
+    if (!kernel) return kernel.status();
+    st->kernels.push_back(std::move(*kernel));
+  }
+  st->loadStats.packedWeightBytes = static_cast<int64_t>(st->options.maxPackedWeightBytes - packBudget);
   return Session(std::move(st));
 }
 
@@ -476,7 +486,8 @@ Status Session::State::findExternalUses() {
 }
 
 Expected<std::unique_ptr<PreparedKernel>> Session::State::prepare(const Step &step,
-                                                                  std::string_view which) const {
+                                                                  std::string_view which,
+                                                                  uint64_t *packBudget) const {
   const Slot &result = exe.slots[static_cast<size_t>(step.result)];
   if (step.plan.kernel.empty())
     return makeError("device",
@@ -487,10 +498,22 @@ Expected<std::unique_ptr<PreparedKernel>> Session::State::prepare(const Step &st
                          " target",
                      step.loc);
   std::vector<TensorType> types;
-  for (int32_t o : step.operands) types.push_back(exe.slots[static_cast<size_t>(o)].type);
-  return runtimeOf(step).prepare(
-      step.plan, StepSpec{opInfo(step.op), step.attrs, types, result.type, result.device, step.loc,
-                          step.body.empty() ? nullptr : &step.body});
+  std::vector<const std::byte *> constants;
+  bool anyConstant = false;
+  for (int32_t o : step.operands) {
+    const Slot &s = exe.slots[static_cast<size_t>(o)];
+    types.push_back(s.type);
+    const bool constant = packBudget && (s.kind == SlotKind::Weight || s.kind == SlotKind::Loaded);
+    constants.push_back(constant ? held[static_cast<size_t>(o)] : nullptr);
+    anyConstant = anyConstant || constants.back() != nullptr;
+  }
+  StepSpec spec{opInfo(step.op), step.attrs, types, result.type, result.device, step.loc,
+                step.body.empty() ? nullptr : &step.body};
+  if (anyConstant) {
+    spec.constants = constants;
+    spec.packBudget = packBudget;
+  }
+  return runtimeOf(step).prepare(step.plan, spec);
 }
 
 // Weights: read in place where the runtime can (the CPU's, on the executable's own bytes: a

@@ -66,6 +66,8 @@ struct LoadStats {
   int transfers = 0;  ///< copies between devices among them, counted where they were issued
   int64_t transferBytes = 0;
   double seconds = 0;  ///< the load steps, first to last, devices synchronized
+  /// Bytes of weights the kernels keep a packed copy of (Options::maxPackedWeightBytes).
+  int64_t packedWeightBytes = 0;
 };
 
 /// What one run did.
@@ -120,6 +122,13 @@ class Session {
 #endif
     /// Which device runtime runs each device kind; empty: this build's, builtinBackends().
     std::vector<BackendEntry> backends;
+    /// How many bytes of weights kernels may keep a second copy of, in a layout of their own
+    /// made when the session is created (StepSpec::constants): the CPU's f32 matmul and linear
+    /// through oneDNN pack their weights when they multiply at most 32 rows, 1.3-1.8x faster
+    /// (docs/architecture.md, "oneDNN GEMMs"), while the copies fit. The default keeps a large
+    /// model's weights once, within 32 MiB; 0: every weight exists once, read in place.
+    /// LoadStats::packedWeightBytes says what was taken.
+    uint64_t maxPackedWeightBytes = uint64_t{32} << 20;
   };
 
   struct RunOptions {

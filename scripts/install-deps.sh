@@ -13,6 +13,7 @@ packages=(
   libeigen3-dev                      # f16/bf16 conversions, CPU kernels
   libopenblas-dev                    # GEMMs of the CPU kernels (matmul, linear, conv2d)
   libsleef-dev                       # vectorised exp/log/tanh/erf of the CPU kernels (backends/cpu/vmath)
+  libdnnl-dev                        # oneDNN: the f32 matmul and linear of the CPU kernels (backends/cpu/onednn_gemm.h)
   graphviz                           # ferry-compile --emit svg (its `dot` program)
   libonnx-dev libprotobuf-dev        # the ONNX importer (frontend/onnx)
 )

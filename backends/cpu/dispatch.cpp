@@ -195,6 +195,9 @@ Expected<std::unique_ptr<Kernel>> prepareKernel(const KernelPlan &plan, const St
                      step.loc);
   };
   if (!plan.payload.empty()) return mismatch("carries a payload; CPU kernels take none");
+  if (!step.constants.empty() && step.constants.size() != step.operands.size())
+    return mismatch("is given " + std::to_string(step.constants.size()) + " constants for " +
+                    std::to_string(step.operands.size()) + " operands");
   if (plan.kernel == kFusedKernel || step.body) {
     if (plan.kernel != kFusedKernel) return mismatch("is not the fused kernel of a fused step");
     return prepareFused(plan, step);

@@ -396,6 +396,12 @@ Expected<std::unique_ptr<Kernel>> prepareFused(const KernelPlan &plan, const Ste
                                      " scratch bytes, the fused kernel needs " + std::to_string(a->scratchBytes));
     AnchorSpec as = anchorSpec(step);
     StepSpec spec{as.spec.op, as.spec.attrs, as.operands, as.spec.result, step.device, as.spec.loc};
+    std::vector<const std::byte *> constants;  // the anchor's operands' (StepSpec::constants)
+    if (!step.constants.empty()) {
+      for (int32_t arg : body[0].args) constants.push_back(step.constants[static_cast<size_t>(arg)]);
+      spec.constants = constants;
+      spec.packBudget = step.packBudget;
+    }
     Expected<std::unique_ptr<Kernel>> anchor = prepareKernel(a->plan, spec);
     if (!anchor) return anchor.status();
     k->anchor_ = std::move(*anchor);

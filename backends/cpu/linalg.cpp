@@ -21,6 +21,10 @@
 //                    result's rows, bias first as for linear. A 1x1 kernel without stride or
 //                    padding reads the image itself as the columns.
 //
+// f32 matmul and linear of more than one row run through oneDNN's matmul when the build has it
+// (onednn_gemm.h: 1.6-2x sgemm at batch 32, the linear's bias its own, weights packed once when
+// the session gives them and few rows are multiplied); FERRY_CPU_GEMM=openblas takes sgemm.
+//
 // Compute types: f32 and f64 run OpenBLAS's sgemm and dgemm. f16 and bf16 are converted to f32,
 // multiplied by sgemm and rounded once into the result (the reference rounds its double sums
 // once too; Debian 12's OpenBLAS exports no cblas_sbgemm, docs/decisions.md). Integers are
@@ -42,6 +46,8 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/onednn_conv.h"
+#include "backends/cpu/onednn_gemm.h"
 #include "backends/cpu/parallel.h"
 #include "ir/tensor_data.h"
 
@@ -280,7 +286,27 @@ struct MatmulPlan {
   int64_t m = 0, n = 0, k = 0, batches = 0;
   bool oneGemm = false;
   std::vector<int64_t> xOffsets, yOffsets;  // elements, per batch (not oneGemm)
+  std::shared_ptr<const OnednnGemm> fast;   // f32 through oneDNN (every batch's GEMM), or null
 };
+
+// Multiply-adds from which a GEMM takes oneDNN: below, its launch's fixed cost (memory handles,
+// argument map: about 2 us) is a visible share, and sgemm was as fast or faster (a 32x256 by
+// 256x10 linear: 2 us against 4 at two threads; 32x64x64 level).
+constexpr int64_t kOnednnMinWork = int64_t{1} << 18;
+
+// The step's f32 GEMM through oneDNN, when it computes in f32, has more than one row (a single
+// row stays a BLAS matrix-vector product, faster than either library's GEMM) and is not small.
+// b is operand `bOperand`: when the step's StepSpec::constants says it is a weight stored as f32,
+// oneDNN packs it once.
+std::shared_ptr<const OnednnGemm> fastGemm(const StepSpec &step, const GemmShape &shape, size_t bOperand) {
+  if (computeDType(step.result.dtype) != DType::F32 || shape.m < 2) return nullptr;
+  if (static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k) < kOnednnMinWork)
+    return nullptr;
+  const bool constant = bOperand < step.constants.size() && step.constants[bOperand] != nullptr &&
+                        step.operands[bOperand].dtype == DType::F32;
+  return OnednnGemm::make(shape, constant ? reinterpret_cast<const float *>(step.constants[bOperand]) : nullptr,
+                          step.packBudget);
+}
 
 Expected<MatmulPlan> planMatmul(const StepSpec &step) {
   const TensorType &x = step.operands[0], &y = step.operands[1], &r = step.result;
@@ -307,13 +333,28 @@ Expected<MatmulPlan> planMatmul(const StepSpec &step) {
     p.xOffsets = batchOffsets(*batch, xBatch, p.m * p.k);
     p.yOffsets = batchOffsets(*batch, yBatch, p.k * p.n);
   }
+  const int64_t rows = p.oneGemm ? p.batches * p.m : p.m;
+  // (Batches of b other than one matrix are not packed: each batch reads its own.)
+  p.fast = fastGemm(step, {.m = rows, .n = p.n, .k = p.k, .lda = p.k, .ldb = p.n, .ldc = p.n},
+                    p.oneGemm ? 1 : SIZE_MAX);
   return p;
 }
 
-template <class C> void matmul(const MatmulPlan &p, const KernelCall &call) {
+template <class C> Status matmul(const MatmulPlan &p, const KernelCall &call) {
   ScratchArena scratch(call.scratch);
   const Elements<C> a(call.operands[0], scratch), b(call.operands[1], scratch);
   Output<C> out(call.result, scratch);
+  if constexpr (std::is_same_v<C, float>) {
+    if (p.fast) {
+      const int64_t batches = p.oneGemm ? 1 : p.batches;
+      for (int64_t i = 0; i < batches; ++i)
+        FERRY_TRY(p.fast->run(a.data() + (p.oneGemm ? 0 : p.xOffsets[static_cast<size_t>(i)]),
+                              b.data() + (p.oneGemm ? 0 : p.yOffsets[static_cast<size_t>(i)]), nullptr,
+                              out.data() + i * p.m * p.n));
+      out.store();
+      return Status();
+    }
+  }
   if (p.oneGemm) {
     gemm<C>(p.batches * p.m, p.n, p.k, a.data(), b.data(), out.data());
   } else {
@@ -322,6 +363,7 @@ template <class C> void matmul(const MatmulPlan &p, const KernelCall &call) {
               b.data() + p.yOffsets[static_cast<size_t>(i)], out.data() + i * p.m * p.n);
   }
   out.store();
+  return Status();
 }
 
 // --- linear --------------------------------------------------------------------------------
@@ -329,6 +371,7 @@ template <class C> void matmul(const MatmulPlan &p, const KernelCall &call) {
 struct LinearPlan {
   int64_t rows = 0, features = 0, in = 0;
   bool bias = false;
+  std::shared_ptr<const OnednnGemm> fast;  // f32 through oneDNN, the bias its own, or null
 };
 
 Expected<LinearPlan> planLinear(const StepSpec &step) {
@@ -338,25 +381,36 @@ Expected<LinearPlan> planLinear(const StepSpec &step) {
   if (xs.empty() || ws.size() != 2 || xs.back() != ws[1])
     return contractError(step, "x " + x.str() + " and weight " + w.str() +
                                    " are not [..., in] and [out, in]");
-  LinearPlan p{0, ws[0], ws[1], hasBias(step)};
+  LinearPlan p{0, ws[0], ws[1], hasBias(step), nullptr};
   Shape want(xs.begin(), xs.end() - 1);
   p.rows = numel(want);
   want.push_back(p.features);
   if (want != r.shape) return contractError(step, "the result " + r.str() + " is not " + shapeStr(want));
   FERRY_TRY(checkBias(step, p.features, "the output features"));
+  p.fast = fastGemm(step, {.m = p.rows, .n = p.features, .k = p.in, .lda = p.in, .ldb = p.in,
+                           .ldc = p.features, .transB = true, .bias = p.bias}, 1);
   return p;
 }
 
-template <class C> void linear(const LinearPlan &p, const KernelCall &call) {
+template <class C> Status linear(const LinearPlan &p, const KernelCall &call) {
   ScratchArena scratch(call.scratch);
   const Elements<C> a(call.operands[0], scratch), b(call.operands[1], scratch);
   Output<C> out(call.result, scratch);
+  if constexpr (std::is_same_v<C, float>) {
+    if (p.fast) {
+      const float *bias = p.bias ? Elements<C>(call.operands[2], scratch).data() : nullptr;
+      FERRY_TRY(p.fast->run(a.data(), b.data(), bias, out.data()));
+      out.store();
+      return Status();
+    }
+  }
   if (p.bias) {
     const Elements<C> row(call.operands[2], scratch);
     for (int64_t i = 0; i < p.rows; ++i) std::copy_n(row.data(), p.features, out.data() + i * p.features);
   }
   gemm<C>(p.rows, p.features, p.in, a.data(), b.data(), out.data(), BLayout::NByK, p.bias);
   out.store();
+  return Status();
 }
 
 // --- conv2d --------------------------------------------------------------------------------
@@ -369,6 +423,7 @@ struct ConvGeometry {
   bool direct;   // a 1x1 kernel with stride 1 and no padding: the image's channels are the columns
   bool shifted;  // stride 1, channels per group wide enough: shifted GEMMs over NHWC (below)
   bool bias;
+  std::shared_ptr<const OnednnConv> fast;  // f32 through oneDNN (set when prepared), or null
 };
 
 // stride, dilation, padding and groups, checked as the reference checks them ("attr" errors).
@@ -610,17 +665,41 @@ Expected<ConvGeometry> planConv2d(const StepSpec &step) {
   return g;
 }
 
-template <class C> void conv2d(const ConvGeometry &g, const KernelCall &call) {
+// The step's f32 conv2d through oneDNN (onednn_conv.h), when it computes in f32 and is not
+// small (the GEMMs' bound), its weight packed when the session gives it.
+std::shared_ptr<const OnednnConv> fastConv(const StepSpec &step, const ConvGeometry &g) {
+  if (computeDType(step.result.dtype) != DType::F32) return nullptr;
+  const double work = static_cast<double>(g.n * g.o) * static_cast<double>(g.ho * g.wo) *
+                      static_cast<double>(g.cg * g.kh * g.kw);  // each a tensor's elements at most
+  if (work < kOnednnMinWork) return nullptr;
+  const bool constant = step.constants.size() > 1 && step.constants[1] != nullptr &&
+                        step.operands[1].dtype == DType::F32;
+  const ConvShape shape{.n = g.n, .c = g.c, .h = g.h, .w = g.w, .o = g.o, .kh = g.kh, .kw = g.kw,
+                        .groups = g.groups, .ho = g.ho, .wo = g.wo, .sh = g.sh, .sw = g.sw,
+                        .dh = g.dh, .dw = g.dw, .pt = g.pt, .pl = g.pl, .pb = g.pb, .pr = g.pr,
+                        .bias = g.bias};
+  return OnednnConv::make(shape, constant ? reinterpret_cast<const float *>(step.constants[1]) : nullptr,
+                          step.packBudget);
+}
+
+template <class C> Status conv2d(const ConvGeometry &g, const KernelCall &call) {
   ScratchArena scratch(call.scratch);
   const Elements<C> in(call.operands[0], scratch), weight(call.operands[1], scratch);
   std::optional<Elements<C>> b;
   if (g.bias) b.emplace(call.operands[2], scratch);
   Output<C> out(call.result, scratch);
+  if constexpr (std::is_same_v<C, float>) {
+    if (g.fast) {
+      FERRY_TRY(g.fast->run(in.data(), weight.data(), b ? b->data() : nullptr, out.data()));
+      out.store();
+      return Status();
+    }
+  }
   if constexpr (std::is_floating_point_v<C>) {
     if (g.shifted) {
       shiftedConv<C>(g, in.data(), weight.data(), b ? b->data() : nullptr, out.data(), scratch);
       out.store();
-      return;
+      return Status();
     }
   }
   const int64_t og = g.o / g.groups, depth = g.cg * g.kh * g.kw, positions = g.ho * g.wo;
@@ -639,6 +718,7 @@ template <class C> void conv2d(const ConvGeometry &g, const KernelCall &call) {
     }
   }
   out.store();
+  return Status();
 }
 
 // `step`'s kernel: `run<C>(plan, call)` in the step's compute type, or nothing for an empty
@@ -650,8 +730,7 @@ Expected<std::unique_ptr<Kernel>> linalgKernel(const StepSpec &step, Expected<Pl
   return withCompute(step.result.dtype, [&](auto zero) {
     using C = decltype(zero);
     return stepKernel(step, [p = std::move(*plan), run](const KernelCall &call) {
-      run(C{}, p, call);
-      return Status();
+      return run(C{}, p, call);
     });
   });
 }
@@ -663,16 +742,19 @@ Expected<std::unique_ptr<Kernel>> prepareLinalg(const StepSpec &step) {
   switch (step.op.kind) {
     case OpKind::Matmul:
       return linalgKernel(step, planMatmul(step), [](auto c, const MatmulPlan &p, const KernelCall &call) {
-        matmul<decltype(c)>(p, call);
+        return matmul<decltype(c)>(p, call);
       });
     case OpKind::Linear:
       return linalgKernel(step, planLinear(step), [](auto c, const LinearPlan &p, const KernelCall &call) {
-        linear<decltype(c)>(p, call);
+        return linear<decltype(c)>(p, call);
       });
-    case OpKind::Conv2d:
-      return linalgKernel(step, planConv2d(step), [](auto c, const ConvGeometry &g, const KernelCall &call) {
-        conv2d<decltype(c)>(g, call);
+    case OpKind::Conv2d: {
+      Expected<ConvGeometry> g = planConv2d(step);
+      if (g) g->fast = fastConv(step, *g);
+      return linalgKernel(step, std::move(g), [](auto c, const ConvGeometry &geometry, const KernelCall &call) {
+        return conv2d<decltype(c)>(geometry, call);
       });
+    }
     default: return contractError(step, "not a linalg op");
   }
 }

@@ -3,6 +3,7 @@
 // the .fy path's weights where the parser put them) instead of copying them into device memory.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cpu/onednn_gemm.h"
+#include "backends/reference/interpreter.h"
+#include "common/parse.h"
 #include "common/scratch.h"
 #include "ir/parser.h"
 #include "passes/lower.h"
@@ -121,6 +125,54 @@ TEST(WeightsOnce, ASessionOnTheHostReadsTheWeightsInPlace) {
           << "the kernel read " << static_cast<const void *>(first[1]) << ", the weight is at "
           << static_cast<const void *>(weights[static_cast<size_t>(w)]);
     }
+  }
+}
+
+// A second copy of a weight exists only as a kernel's packed layout (oneDNN's GEMMs at <= 32
+// rows), within Session::Options::maxPackedWeightBytes, counted in LoadStats; at 0 there is none.
+// The results agree with the unpacked session's and the reference's.
+TEST(WeightsOnce, PackedCopiesStayWithinTheSessionsBudget) {
+  constexpr std::string_view kMlp = R"(graph mlp {
+  input %x : f32[32,784] @cpu
+  param %w1 : f32[256,784] = randn(seed=1)
+  param %b1 : f32[256] = randn(seed=2)
+  param %w2 : f32[64,256] = randn(seed=3)
+  %h = linear(%x, %w1, %b1)
+  %a = relu(%h)
+  %y = linear(%a, %w2)
+  output %y
+})";
+  const TensorData x = TensorData::randn(DType::F32, {32, 784}, 4);
+  Expected<std::vector<TensorData>> want = reference::run(parseOk(kMlp), {{"x", x}});
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  const bool onednn = *cpu::onednnVersion() != '\0' && cpu::onednnEnabled();
+  // Budgets: the default, none, and 128 KiB (the second layer's 64 KiB fits, the first's
+  // 784 KiB does not).
+  for (const uint64_t budget : {Session::Options{}.maxPackedWeightBytes, uint64_t{0}, uint64_t{128} << 10}) {
+    SCOPED_TRACE("budget " + std::to_string(budget));
+    Expected<Executable> exe = build(parseOk(kMlp), CompileOptions{});
+    ASSERT_TRUE(exe.ok()) << exe.status().message();
+    Session::Options options;
+    options.checkPlan = true;
+    options.maxPackedWeightBytes = budget;
+    Expected<Session> s = Session::create(std::move(exe).value(), options);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    const int64_t packed = s->loadStats().packedWeightBytes;
+    EXPECT_LE(static_cast<uint64_t>(packed), budget);
+    if (!onednn || budget == 0) {
+      EXPECT_EQ(packed, 0);
+    } else if (budget == Session::Options{}.maxPackedWeightBytes) {
+      EXPECT_GE(packed, int64_t{(256 * 784 + 64 * 256) * 4}) << "both layers' weights packed";
+    } else {
+      EXPECT_GT(packed, 0) << "the second layer's weights fit";
+      EXPECT_LT(packed, int64_t{256 * 784 * 4}) << "the first layer's do not";
+    }
+    Expected<RunResult> r = s->run({{"x", Tensor(x)}});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    const TensorData &got = r->outputs[0].tensor.data();
+    ASSERT_EQ(got.type(), (*want)[0].type());
+    for (int64_t i = 0; i < got.numel(); ++i)
+      ASSERT_NEAR(got.at(i), (*want)[0].at(i), 1e-3 * (1 + std::fabs((*want)[0].at(i)))) << "element " << i;
   }
 }
 

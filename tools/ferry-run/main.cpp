@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "backends/cpu/num_threads.h"
+#include "backends/cpu/onednn_gemm.h"
 #include "passes/lower.h"
 #include "runtime/artifact.h"
 #include "runtime/executable.h"
@@ -171,6 +172,7 @@ Status checkTestDataFlags(const Options &o, Plan &p) {
 
 Status checkFlags(const Options &o, Plan &p) {
   FERRY_TRY(cpu::checkNumThreadsEnv());
+  FERRY_TRY(cpu::checkCpuGemmEnv());
   FERRY_TRY(toCompileOptions(o.compile, p.compile));
   FERRY_TRY(parseShapeFlags(o.shapes, p.load.onnx.inputShapes));
   FERRY_TRY(checkShapesApply(o.shapes, o.model));

@@ -127,7 +127,10 @@ std::string renderTimings(const Session &session, const Timings &timings, int64_
            bytes(load.transferBytes) + "; " + std::to_string(casts) + " casts\n";
   }
   out += "memory: weights " + bytes(static_cast<int64_t>(session.weightBytes())) + ", workspace " +
-         bytes(static_cast<int64_t>(session.workspaceBytes())) + "\n";
+         bytes(static_cast<int64_t>(session.workspaceBytes()));
+  if (const int64_t packed = session.loadStats().packedWeightBytes; packed > 0)
+    out += ", and a copy of weights packed for the GEMMs: " + bytes(packed);
+  out += "\n";
 
   // Each step's mean over the runs; the slowest first, ties in step order.
   std::vector<double> stepMean = timings.stepMeans();

@@ -32,8 +32,9 @@ struct ConvShape {
 class OnednnConv {
  public:
   /// The convolution, or null when oneDNN is not enabled (or not in this build), declines the
-  /// shape, or would run it on fewer panels than the pool has threads while another path can
-  /// use them all (a batch smaller than the pool). `constantWeight`: the weight's bytes when they
+  /// shape, has fewer than 8 input channels per group and 16 outputs (where linalg.cpp's path
+  /// was faster), or would run it on fewer panels than the pool has threads while another path
+  /// can use them all (a batch smaller than the pool). `constantWeight`: the weight's bytes when they
   /// are the same at every run; packed now, once, when the copy fits `packBudget` (taken from
   /// it). Throws std::bad_alloc when memory runs out.
   static std::shared_ptr<const OnednnConv> make(const ConvShape &shape, const float *constantWeight = nullptr,

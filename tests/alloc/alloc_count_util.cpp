@@ -29,6 +29,14 @@ void count() {
 }
 }  // namespace
 
+// LeakSanitizer (make test-asan): oneDNN is not exception-safe when operator new throws inside
+// it. A fault armed in its primitive creation leaves a few of its objects unfreed (21.5 KB in
+// 18 allocations over the MLP's sweep), memory its pointers no longer reach. That is oneDNN's,
+// found only by failing an allocation, and the sweep's point there holds: the failure comes back
+// as a "memory" error. Allocations made through libdnnl are suppressed in this binary only, whose
+// every test fails allocations on purpose; the other test binaries run oneDNN unsuppressed.
+extern "C" const char *__lsan_default_suppressions() { return "leak:libdnnl.so\n"; }
+
 // The replacements pair malloc with free; GCC's check, seeing operator new's throw inlined into
 // them, takes free for a mismatch.
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"

@@ -294,12 +294,18 @@ struct MatmulPlan {
 // 256x10 linear: 2 us against 4 at two threads; 32x64x64 level).
 constexpr int64_t kOnednnMinWork = int64_t{1} << 18;
 
+// The fewest columns of a GEMM oneDNN takes: narrower products ran 1.4-4x slower than sgemm (a
+// linear to 10 features, 32 or 256 rows of 1024: 24-31 against 43-93 GFLOP/s at one thread).
+constexpr int64_t kOnednnMinColumns = 64;
+
 // The step's f32 GEMM through oneDNN, when it computes in f32, has more than one row (a single
-// row stays a BLAS matrix-vector product, faster than either library's GEMM) and is not small.
+// row stays a BLAS matrix-vector product, faster than either library's GEMM), enough columns and
+// is not small.
 // b is operand `bOperand`: when the step's StepSpec::constants says it is a weight stored as f32,
 // oneDNN packs it once.
 std::shared_ptr<const OnednnGemm> fastGemm(const StepSpec &step, const GemmShape &shape, size_t bOperand) {
-  if (computeDType(step.result.dtype) != DType::F32 || shape.m < 2) return nullptr;
+  if (computeDType(step.result.dtype) != DType::F32 || shape.m < 2 || shape.n < kOnednnMinColumns)
+    return nullptr;
   if (static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k) < kOnednnMinWork)
     return nullptr;
   const bool constant = bOperand < step.constants.size() && step.constants[bOperand] != nullptr &&
@@ -665,10 +671,12 @@ Expected<ConvGeometry> planConv2d(const StepSpec &step) {
   return g;
 }
 
-// The step's f32 conv2d through oneDNN (onednn_conv.h), when it computes in f32 and is not
-// small (the GEMMs' bound), its weight packed when the session gives it.
+// The step's f32 conv2d through oneDNN (onednn_conv.h), when it computes in f32, is not small
+// (the GEMMs' bound) and is not a plain 1x1 (unpadded, stride 1: one sgemm over the image as it
+// lies, 84 GFLOP/s at one thread where oneDNN, with its two layout reorders, gave 51-62); its
+// weight packed when the session gives it.
 std::shared_ptr<const OnednnConv> fastConv(const StepSpec &step, const ConvGeometry &g) {
-  if (computeDType(step.result.dtype) != DType::F32) return nullptr;
+  if (computeDType(step.result.dtype) != DType::F32 || g.direct) return nullptr;
   const double work = static_cast<double>(g.n * g.o) * static_cast<double>(g.ho * g.wo) *
                       static_cast<double>(g.cg * g.kh * g.kw);  // each a tensor's elements at most
   if (work < kOnednnMinWork) return nullptr;

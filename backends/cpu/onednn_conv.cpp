@@ -230,17 +230,8 @@ std::shared_ptr<const OnednnConv> OnednnConv::make(const ConvShape &s, const flo
 
 Status OnednnConv::run(const float *x, const float *weight, const float *bias, float *y) const {
   const Impl &g = *impl_;
-  if (g.packedFrom && weight != g.packedFrom)
-    return makeError("internal", "a oneDNN convolution packed its weight from another address than "
-                                 "the one it is given (StepSpec::constants: a weight must not move)");
-  const int64_t count = static_cast<int64_t>(g.panels.size());
-  if (count == 1) {
-    g.runPanel(g.panels[0], x, weight, bias, y);
-    return Status();
-  }
-  parallelFor(count, 1, [&](int64_t from, int64_t to) {
-    for (int64_t i = from; i < to; ++i) g.runPanel(g.panels[static_cast<size_t>(i)], x, weight, bias, y);
-  });
+  if (g.packedFrom && weight != g.packedFrom) return movedWeight("convolution");
+  forEachPanel(g.panels.size(), [&](size_t i) { g.runPanel(g.panels[i], x, weight, bias, y); });
   return Status();
 }
 

@@ -248,17 +248,8 @@ std::shared_ptr<const OnednnGemm> OnednnGemm::make(const GemmShape &s, const flo
 
 Status OnednnGemm::run(const float *a, const float *b, const float *bias, float *c) const {
   const Impl &g = *impl_;
-  if (g.packedFrom && b != g.packedFrom)
-    return makeError("internal", "a oneDNN GEMM packed its weights from another address than the one "
-                                 "it is given (StepSpec::constants: a weight must not move)");
-  const int64_t count = static_cast<int64_t>(g.panels.size());
-  if (count == 1) {
-    g.runPanel(g.panels[0], a, b, bias, c);
-    return Status();
-  }
-  parallelFor(count, 1, [&](int64_t from, int64_t to) {
-    for (int64_t i = from; i < to; ++i) g.runPanel(g.panels[static_cast<size_t>(i)], a, b, bias, c);
-  });
+  if (g.packedFrom && b != g.packedFrom) return movedWeight("GEMM");
+  forEachPanel(g.panels.size(), [&](size_t i) { g.runPanel(g.panels[i], a, b, bias, c); });
   return Status();
 }
 

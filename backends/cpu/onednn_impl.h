@@ -7,8 +7,10 @@
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <string>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backends/cpu/parallel.h"
 #include "ir/status.h"
 
 // libgomp's (libdnnl's own OpenMP runtime), declared here rather than through omp.h, which
@@ -100,6 +102,22 @@ inline std::shared_ptr<const dnnl::memory> pack(const dnnl::memory::desc &plain,
   dnnl::reorder(source, *copy).execute(stream, source, *copy);
   stream.wait();
   return copy;
+}
+
+// Runs `panel(i)` for every panel i of `count`: on this thread when there is one, else one
+// per chunk of the pool.
+template <class F> void forEachPanel(size_t count, const F &panel) {
+  if (count == 1) return panel(size_t{0});
+  parallelFor(static_cast<int64_t>(count), 1, [&](int64_t from, int64_t to) {
+    for (int64_t i = from; i < to; ++i) panel(static_cast<size_t>(i));
+  });
+}
+
+// The error of a launch given another weight than the one its kernel packed (`what`: "GEMM").
+inline Status movedWeight(const char *what) {
+  return makeError("internal", std::string("a oneDNN ") + what +
+                                   " packed its weight from another address than the one it is "
+                                   "given (StepSpec::constants: a weight must not move)");
 }
 
 }  // namespace ferry::cpu::onednn

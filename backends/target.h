@@ -96,7 +96,7 @@ class Target {
 
   /// The device kind whose devices this target compiles for.
   virtual DeviceKind kind() const = 0;
-  /// Says what the target is, for messages ("cpu (OpenBLAS, virtual devices cpu:N)").
+  /// Says what the target is, for messages ("cpu (oneDNN or OpenBLAS GEMMs, ...)").
   virtual std::string_view description() const = 0;
 
   /// Whether the target has a kernel for `op` computing in `dtype` (the result's dtype; for

@@ -10,7 +10,7 @@ class CpuTarget final : public Target {
  public:
   DeviceKind kind() const override { return DeviceKind::Cpu; }
   std::string_view description() const override {
-    return "cpu (OpenBLAS GEMMs, vectorised kernels on a thread pool; virtual devices cpu:N)";
+    return "cpu (oneDNN or OpenBLAS GEMMs, vectorised kernels on a thread pool; virtual devices cpu:N)";
   }
   KernelCapability capability(OpKind op, DType dtype) const override;
   /// Elementwise chains and GemmLike anchors with their epilogues (backends/cpu/fused.cpp).

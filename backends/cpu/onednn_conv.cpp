@@ -102,7 +102,7 @@ struct OnednnConv::Impl {
   uint64_t packedBytes = 0;
 
   void runPanel(const ConvPanel &p, const float *x, const float *weight, const float *bias, float *y) const {
-    oneOmpThread();
+    const OneOmpThread one;
     ThreadState &state = threadState();
     std::byte *buffer = state.scratchOf(p.bufferBytes);
     std::byte *scratch = buffer + p.scratchAt;
@@ -196,7 +196,7 @@ std::shared_ptr<const OnednnConv> OnednnConv::make(const ConvShape &s, const flo
   // threads idle that linalg.cpp's own paths use.
   const int64_t threads = poolThreads();
   if (s.n < threads) return nullptr;
-  oneOmpThread();  // kernels are chosen for the threads they will run on
+  const OneOmpThread one;  // kernels are chosen for the threads they will run on
   auto impl = std::make_unique<Impl>();
   impl->shape = s;
   for (int64_t i = 0; i < threads; ++i) {

@@ -119,7 +119,7 @@ struct OnednnGemm::Impl {
   uint64_t packedBytes = 0;
 
   void runPanel(const Panel &p, const float *a, const float *b, const float *bias, float *c) const {
-    oneOmpThread();
+    const OneOmpThread one;
     ThreadState &state = threadState();
     Handles handles;
     handles.add(DNNL_ARG_SRC, p.src, a + p.aOffset);
@@ -210,7 +210,7 @@ std::shared_ptr<const OnednnGemm> OnednnGemm::make(const GemmShape &s, const flo
   if (s.m < 1 || s.n < 1 || s.k < 1) return nullptr;
   for (int64_t v : {s.m, s.n, s.k, s.lda, s.ldb, s.ldc})
     if (v > INT_MAX) return nullptr;
-  oneOmpThread();  // kernels are chosen for the threads they will run on
+  const OneOmpThread one;  // kernels are chosen for the threads they will run on
   auto impl = std::make_unique<Impl>();
   impl->shape = s;
   // Packed weights first, where they pay (few rows) and fit the budget: each panel's slice of b

@@ -20,10 +20,23 @@ extern "C" void omp_set_num_threads(int);
 
 namespace ferry::cpu::onednn {
 
-// oneDNN threads with OpenMP: one thread on this thread, so no team starts (see onednn_gemm.h).
-inline void oneOmpThread() {
-  if (omp_get_max_threads() != 1) omp_set_num_threads(1);
-}
+// oneDNN threads with OpenMP: one OpenMP thread on this thread while it calls oneDNN, so no team
+// starts (see onednn_gemm.h). The thread's own setting comes back when the guard goes: the
+// calling thread may be the app's, and its OpenMP regions are its own business.
+class OneOmpThread {
+ public:
+  OneOmpThread() : before_(omp_get_max_threads()) {
+    if (before_ != 1) omp_set_num_threads(1);
+  }
+  ~OneOmpThread() {
+    if (before_ != 1) omp_set_num_threads(before_);
+  }
+  OneOmpThread(const OneOmpThread &) = delete;
+  OneOmpThread &operator=(const OneOmpThread &) = delete;
+
+ private:
+  int before_;
+};
 
 inline const dnnl::engine &cpuEngine() {
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);

@@ -32,7 +32,8 @@ class RangeFn {
 };
 
 /// Calls body(begin, end) over disjoint ranges covering [0, n), each at least `grain` long
-/// (except the last), on the pool and the calling thread; returns when all are done. Small n
+/// (except the last), on the pool and the calling thread; returns when all are done (the caller,
+/// done with its own range, spins up to 30 us for the others before it sleeps). Small n
 /// (n < 2 * grain) runs inline. Allocates nothing. An exception out of `body` on any thread is
 /// rethrown here, once every range is done (the first one thrown, if several).
 void parallelFor(int64_t n, int64_t grain, RangeFn body);

@@ -20,6 +20,11 @@
 #include "backends/cpu/onednn_gemm.h"
 #include "backends/cpu/parallel.h"
 
+// libgomp's, the OpenMP runtime oneDNN runs on (backends/cpu/onednn_impl.h declares them too);
+// weak, so that a build without oneDNN (and libgomp) links.
+extern "C" int omp_get_max_threads(void) __attribute__((weak));
+extern "C" void omp_set_num_threads(int) __attribute__((weak));
+
 namespace ferry::cpu {
 namespace {
 
@@ -149,6 +154,24 @@ TEST(OnednnGemm, RowAndColumnPanelsGiveTheProductOfTheReference) {
       EXPECT_TRUE(poolThreads() == 1 || g->panels() > 1) << str(s) << ": " << g->panels();
       EXPECT_TRUE(runAndCompare(*g, makeProblem(s, 7 + v)));
     }
+}
+
+// The calling thread may be the app's: its OpenMP setting is what it was after making and
+// running a GEMM (oneDNN is called with one OpenMP thread only inside ferry's calls), and the
+// result is right.
+TEST(OnednnGemm, LeavesTheCallingThreadsOpenmpSettingAsItWas) {
+  FERRY_NEED_ONEDNN();
+  if (omp_get_max_threads == nullptr) GTEST_SKIP() << "libgomp is not linked";
+  OnednnSwitch on(true);
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(3);
+  const GemmShape s = shape(64, 256, 784, true, true, false, false);
+  const auto g = OnednnGemm::make(s);
+  ASSERT_NE(g, nullptr) << str(s);
+  EXPECT_EQ(omp_get_max_threads(), 3) << "after make()";
+  EXPECT_TRUE(runAndCompare(*g, makeProblem(s, 11)));
+  EXPECT_EQ(omp_get_max_threads(), 3) << "after run()";
+  omp_set_num_threads(before);
 }
 
 TEST(OnednnGemm, PacksAConstantBOnceForFewRowsWithinItsBudget) {

@@ -213,16 +213,22 @@ std::shared_ptr<const OnednnConv> OnednnConv::make(const ConvShape &s, const flo
       if (p.toWeights.primitive && (i == 0 || p.weights != impl->panels[0].weights)) bytes += p.weights.get_size();
     }
     if (bytes > 0 && bytes <= *packBudget) {
+      bool packed = true;
       for (ConvPanel &p : impl->panels) {
         if (!p.toWeights.primitive) continue;
         const ConvPanel &first = impl->panels[0];
         p.packed = &p != &first && first.packed && first.weights == p.weights
                        ? first.packed
                        : pack(userWeights(s), constantWeight, p.weights);
+        packed = packed && p.packed != nullptr;
       }
-      *packBudget -= bytes;
-      impl->packedBytes = bytes;
-      impl->packedFrom = constantWeight;
+      if (packed) {
+        *packBudget -= bytes;
+        impl->packedBytes = bytes;
+        impl->packedFrom = constantWeight;
+      } else {
+        for (ConvPanel &p : impl->panels) p.packed = nullptr;  // reordered at each launch instead
+      }
     }
   }
   return std::make_shared<const OnednnConv>(std::move(impl));
@@ -231,8 +237,7 @@ std::shared_ptr<const OnednnConv> OnednnConv::make(const ConvShape &s, const flo
 Status OnednnConv::run(const float *x, const float *weight, const float *bias, float *y) const {
   const Impl &g = *impl_;
   if (g.packedFrom && weight != g.packedFrom) return movedWeight("convolution");
-  forEachPanel(g.panels.size(), [&](size_t i) { g.runPanel(g.panels[i], x, weight, bias, y); });
-  return Status();
+  return forEachPanel(g.panels.size(), [&](size_t i) { g.runPanel(g.panels[i], x, weight, bias, y); });
 }
 
 int OnednnConv::panels() const { return static_cast<int>(impl_->panels.size()); }

@@ -224,14 +224,20 @@ std::shared_ptr<const OnednnGemm> OnednnGemm::make(const GemmShape &s, const flo
       if (!shared && p.weights != plainWeights(s, p.columns)) bytes += p.weights.get_size();
     }
     if (panels && bytes > 0 && bytes <= *packBudget) {
-      for (size_t i = 0; i < panels->size(); ++i) {
+      bool packed = true;
+      for (size_t i = 0; packed && i < panels->size(); ++i) {
         Panel &p = (*panels)[i];
         const Panel *before = i > 0 ? &(*panels)[i - 1] : nullptr;
-        if (before && before->weights == p.weights && before->bOffset == p.bOffset)
+        if (before && before->weights == p.weights && before->bOffset == p.bOffset) {
           p.packed = before->packed;
-        else if (p.weights != plainWeights(s, p.columns))
+        } else if (p.weights != plainWeights(s, p.columns)) {
           p.packed = pack(plainWeights(s, p.columns), constantB + p.bOffset, p.weights);
+          packed = p.packed != nullptr;  // else these panels, made for the packed layout, go
+        }
       }
+      if (!packed) panels.reset();
+    }
+    if (panels && bytes > 0 && bytes <= *packBudget) {
       *packBudget -= bytes;
       impl->packedBytes = bytes;
       impl->packedFrom = constantB;
@@ -249,8 +255,7 @@ std::shared_ptr<const OnednnGemm> OnednnGemm::make(const GemmShape &s, const flo
 Status OnednnGemm::run(const float *a, const float *b, const float *bias, float *c) const {
   const Impl &g = *impl_;
   if (g.packedFrom && b != g.packedFrom) return movedWeight("GEMM");
-  forEachPanel(g.panels.size(), [&](size_t i) { g.runPanel(g.panels[i], a, b, bias, c); });
-  return Status();
+  return forEachPanel(g.panels.size(), [&](size_t i) { g.runPanel(g.panels[i], a, b, bias, c); });
 }
 
 int OnednnGemm::panels() const { return static_cast<int>(impl_->panels.size()); }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -50,12 +51,20 @@ inline const_dnnl_memory_desc_t cDesc(const dnnl::memory::desc &d) { return d.ge
 inline const dnnl_memory_desc_t *cDesc(const dnnl::memory::desc &d) { return &d.data; }
 #endif
 
+// A oneDNN call that failed for another reason than memory: thrown by check() (from a pool thread
+// too: parallelFor rethrows it), turned into an "internal" error by the kernel's run().
+class OnednnFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // A status that is not success: out of memory as std::bad_alloc (what the runtime turns into a
-// "memory" error), anything else is a broken invariant of this file.
+// "memory" error), anything else as OnednnFailure.
 inline void check(dnnl_status_t status, const char *what) {
   if (status == dnnl_success) return;
   if (status == dnnl_out_of_memory) throw std::bad_alloc();
-  FERRY_CHECK(false) << "oneDNN: " << what << " failed (dnnl_status_t " << static_cast<int>(status) << ")";
+  throw OnednnFailure(std::string("oneDNN: ") + what + " failed (dnnl_status_t " +
+                      std::to_string(static_cast<int>(status)) + ")");
 }
 
 // This thread's oneDNN stream and scratchpad (user-managed: made once per thread, grown when a
@@ -105,25 +114,40 @@ class Handles {
 };
 
 
-// The bytes at `from`, in the layout `plain`, copied into a new memory of the layout `packed`, by a oneDNN reorder on this
+// The bytes at `from`, in the layout `plain`, copied into a new memory of the layout `packed`;
+// null when oneDNN cannot (std::bad_alloc when memory runs out), by a oneDNN reorder on this
 // thread.
 inline std::shared_ptr<const dnnl::memory> pack(const dnnl::memory::desc &plain, const void *from,
-                                         const dnnl::memory::desc &packed) {
-  dnnl::memory source(plain, cpuEngine(), const_cast<void *>(from));
-  auto copy = std::make_shared<dnnl::memory>(packed, cpuEngine());
-  dnnl::stream stream(cpuEngine());
-  dnnl::reorder(source, *copy).execute(stream, source, *copy);
-  stream.wait();
-  return copy;
+                                                const dnnl::memory::desc &packed) {
+  try {
+    dnnl::memory source(plain, cpuEngine(), const_cast<void *>(from));
+    auto copy = std::make_shared<dnnl::memory>(packed, cpuEngine());
+    dnnl::stream stream(cpuEngine());
+    dnnl::reorder(source, *copy).execute(stream, source, *copy);
+    stream.wait();
+    return copy;
+  } catch (const dnnl::error &e) {
+    if (e.status == dnnl_out_of_memory) throw std::bad_alloc();
+    return nullptr;  // the caller keeps the weight as it lies
+  }
 }
 
 // Runs `panel(i)` for every panel i of `count`: on this thread when there is one, else one
-// per chunk of the pool.
-template <class F> void forEachPanel(size_t count, const F &panel) {
-  if (count == 1) return panel(size_t{0});
-  parallelFor(static_cast<int64_t>(count), 1, [&](int64_t from, int64_t to) {
-    for (int64_t i = from; i < to; ++i) panel(static_cast<size_t>(i));
-  });
+// per chunk of the pool. A oneDNN failure is an "internal" error (out of memory stays
+// std::bad_alloc).
+template <class F> Status forEachPanel(size_t count, const F &panel) {
+  try {
+    if (count == 1) {
+      panel(size_t{0});
+      return Status();
+    }
+    parallelFor(static_cast<int64_t>(count), 1, [&](int64_t from, int64_t to) {
+      for (int64_t i = from; i < to; ++i) panel(static_cast<size_t>(i));
+    });
+  } catch (const OnednnFailure &e) {
+    return makeError("internal", e.what());
+  }
+  return Status();
 }
 
 // The error of a launch given another weight than the one its kernel packed (`what`: "GEMM").

@@ -301,17 +301,20 @@ constexpr int64_t kOnednnMinColumns = 64;
 // The step's f32 GEMM through oneDNN, when it computes in f32, has more than one row (a single
 // row stays a BLAS matrix-vector product, faster than either library's GEMM), enough columns and
 // is not small.
-// b is operand `bOperand`: when the step's StepSpec::constants says it is a weight stored as f32,
-// oneDNN packs it once.
+// Operand i's bytes when StepSpec::constants says they are the same at every launch and they are
+// stored as f32 (what oneDNN packs), else null.
+const float *constantF32(const StepSpec &step, size_t i) {
+  if (i >= step.constants.size() || step.operands[i].dtype != DType::F32) return nullptr;
+  return reinterpret_cast<const float *>(step.constants[i]);
+}
+
+// b is operand `bOperand`: when it is a weight stored as f32, oneDNN packs it once.
 std::shared_ptr<const OnednnGemm> fastGemm(const StepSpec &step, const GemmShape &shape, size_t bOperand) {
   if (computeDType(step.result.dtype) != DType::F32 || shape.m < 2 || shape.n < kOnednnMinColumns)
     return nullptr;
   if (static_cast<double>(shape.m) * static_cast<double>(shape.n) * static_cast<double>(shape.k) < kOnednnMinWork)
     return nullptr;
-  const bool constant = bOperand < step.constants.size() && step.constants[bOperand] != nullptr &&
-                        step.operands[bOperand].dtype == DType::F32;
-  return OnednnGemm::make(shape, constant ? reinterpret_cast<const float *>(step.constants[bOperand]) : nullptr,
-                          step.packBudget);
+  return OnednnGemm::make(shape, constantF32(step, bOperand), step.packBudget);
 }
 
 Expected<MatmulPlan> planMatmul(const StepSpec &step) {
@@ -680,14 +683,11 @@ std::shared_ptr<const OnednnConv> fastConv(const StepSpec &step, const ConvGeome
   const double work = static_cast<double>(g.n * g.o) * static_cast<double>(g.ho * g.wo) *
                       static_cast<double>(g.cg * g.kh * g.kw);  // each a tensor's elements at most
   if (work < kOnednnMinWork) return nullptr;
-  const bool constant = step.constants.size() > 1 && step.constants[1] != nullptr &&
-                        step.operands[1].dtype == DType::F32;
   const ConvShape shape{.n = g.n, .c = g.c, .h = g.h, .w = g.w, .o = g.o, .kh = g.kh, .kw = g.kw,
                         .groups = g.groups, .ho = g.ho, .wo = g.wo, .sh = g.sh, .sw = g.sw,
                         .dh = g.dh, .dw = g.dw, .pt = g.pt, .pl = g.pl, .pb = g.pb, .pr = g.pr,
                         .bias = g.bias};
-  return OnednnConv::make(shape, constant ? reinterpret_cast<const float *>(step.constants[1]) : nullptr,
-                          step.packBudget);
+  return OnednnConv::make(shape, constantF32(step, 1), step.packBudget);
 }
 
 template <class C> Status conv2d(const ConvGeometry &g, const KernelCall &call) {

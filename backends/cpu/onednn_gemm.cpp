@@ -202,6 +202,35 @@ std::optional<std::vector<Panel>> makePanels(const GemmShape &s, bool anyLayout)
   return panels;
 }
 
+// Packs b's slice for every panel made in a layout other than b's own (a panel reading the same
+// slice alike as the one before shares its copy), taking the copies' bytes from `budget` into
+// `bytes`. False, with nothing taken, when they do not fit or oneDNN cannot pack.
+bool packPanels(const GemmShape &s, std::vector<Panel> &panels, const float *b, uint64_t &budget,
+                uint64_t &bytes) {
+  const auto sharesPrevious = [&](size_t i) {
+    return i > 0 && panels[i - 1].weights == panels[i].weights && panels[i - 1].bOffset == panels[i].bOffset;
+  };
+  const auto needsCopy = [&](size_t i) {
+    return !sharesPrevious(i) && panels[i].weights != plainWeights(s, panels[i].columns);
+  };
+  uint64_t need = 0;
+  for (size_t i = 0; i < panels.size(); ++i)
+    if (needsCopy(i)) need += panels[i].weights.get_size();
+  if (need == 0 || need > budget) return false;
+  for (size_t i = 0; i < panels.size(); ++i) {
+    Panel &p = panels[i];
+    if (sharesPrevious(i)) {
+      p.packed = panels[i - 1].packed;
+    } else if (needsCopy(i)) {
+      p.packed = pack(plainWeights(s, p.columns), b + p.bOffset, p.weights);
+      if (!p.packed) return false;
+    }
+  }
+  budget -= need;
+  bytes = need;
+  return true;
+}
+
 }  // namespace
 
 std::shared_ptr<const OnednnGemm> OnednnGemm::make(const GemmShape &s, const float *constantB,
@@ -213,33 +242,10 @@ std::shared_ptr<const OnednnGemm> OnednnGemm::make(const GemmShape &s, const flo
   const OneOmpThread one;  // kernels are chosen for the threads they will run on
   auto impl = std::make_unique<Impl>();
   impl->shape = s;
-  // Packed weights first, where they pay (few rows) and fit the budget: each panel's slice of b
-  // in the layout oneDNN picked, one copy shared by panels that read the same slice alike.
+  // Packed weights first, where they pay (few rows) and fit the budget.
   if (constantB && packBudget && s.m <= kPackRows) {
     std::optional<std::vector<Panel>> panels = makePanels(s, /*anyLayout=*/true);
-    uint64_t bytes = 0;
-    for (size_t i = 0; panels && i < panels->size(); ++i) {
-      const Panel &p = (*panels)[i];
-      const bool shared = i > 0 && (*panels)[i - 1].weights == p.weights && (*panels)[i - 1].bOffset == p.bOffset;
-      if (!shared && p.weights != plainWeights(s, p.columns)) bytes += p.weights.get_size();
-    }
-    if (panels && bytes > 0 && bytes <= *packBudget) {
-      bool packed = true;
-      for (size_t i = 0; packed && i < panels->size(); ++i) {
-        Panel &p = (*panels)[i];
-        const Panel *before = i > 0 ? &(*panels)[i - 1] : nullptr;
-        if (before && before->weights == p.weights && before->bOffset == p.bOffset) {
-          p.packed = before->packed;
-        } else if (p.weights != plainWeights(s, p.columns)) {
-          p.packed = pack(plainWeights(s, p.columns), constantB + p.bOffset, p.weights);
-          packed = p.packed != nullptr;  // else these panels, made for the packed layout, go
-        }
-      }
-      if (!packed) panels.reset();
-    }
-    if (panels && bytes > 0 && bytes <= *packBudget) {
-      *packBudget -= bytes;
-      impl->packedBytes = bytes;
+    if (panels && packPanels(s, *panels, constantB, *packBudget, impl->packedBytes)) {
       impl->packedFrom = constantB;
       impl->panels = std::move(*panels);
     }

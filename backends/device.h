@@ -10,6 +10,7 @@
 //   required   devices, allocate/release, copy/upload/download, prepare, launch
 //   optional   allocateHost/releaseHost (pinned staging memory; default: aligned host memory),
 //              uploadReadsHostOnIssue (an upload is done with its host bytes on return),
+//              createCopyStream (a second stream per device for transfers; default: none),
 //              hostAccessible (its memory is plain host memory; default false), borrowHost
 //              (host memory used in place: a weight, a run's input or output, without a copy;
 //              default: cannot), owns (for
@@ -111,12 +112,14 @@ class DeviceRuntime {
   /// From host memory into an allocation on `to`.
   virtual Status upload(const std::byte *host, Device to, std::byte *destination, size_t bytes,
                         Stream stream) = 0;
-  /// Whether upload() has read all of its host source when it returns, also on a stream where
-  /// the copy itself may still be running (the CUDA runtime's copies through pinned staging
-  /// buffers): then the Session goes on without waiting for an upload in a transfer step, and
-  /// the CPU computes while the device copies and computes. Default: no (an asynchronous upload
-  /// may read the host late; the Session synchronizes the stream before the bytes may change).
-  virtual bool uploadReadsHostOnIssue() const { return false; }
+  /// Whether upload() from `host` has read all of its host source when it returns, also on a
+  /// stream where the copy itself may still be running (the CUDA runtime's copies from pageable
+  /// memory, through pinned staging buffers): then the Session goes on without waiting for an
+  /// upload in a transfer step, and the CPU computes while the device copies and computes.
+  /// Default: no (an asynchronous upload may read the host late, as a GPU's DMA from pinned
+  /// memory does; the Session then keeps the host from writing those bytes until the copy is
+  /// done).
+  virtual bool uploadReadsHostOnIssue(const std::byte * /*host*/) const { return false; }
   /// From an allocation on `from` into host memory.
   virtual Status download(Device from, const std::byte *source, std::byte *host, size_t bytes,
                           Stream stream) = 0;
@@ -129,6 +132,11 @@ class DeviceRuntime {
 
   // Streams and events. The defaults: every device has one synchronous null stream.
   virtual Expected<Stream> createStream(Device device) { return Stream{nullptr, device}; }
+  /// A stream for the transfer steps between this runtime's `device` and the host, beside the
+  /// one its kernels run on (createStream), so that a copy overlaps kernels that do not need
+  /// it; the Session orders the two with events. A null handle (the default): transfers run on
+  /// the kernels' stream.
+  virtual Expected<Stream> createCopyStream(Device device) { return Stream{nullptr, device}; }
   virtual void destroyStream(Stream) {}
   virtual Expected<Event> recordEvent(Stream) { return Event{}; }
   virtual Status waitEvent(Stream, Event) { return Status(); }

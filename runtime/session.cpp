@@ -104,9 +104,31 @@ struct Session::State {
   // operand pointers (flat, from argStart) and result and scratch pointers into them. Per
   // external slot, the run's memory for it and how it got it (bound, how).
   enum class Bound : uint8_t { None, Lent, Allocated };
+  // A transfer issued on a copy stream and not yet known to be done: the bytes it reads and
+  // writes (a device's and the host's), and the event after it. Later work that writes what it
+  // reads, or touches what it writes, waits for the event first (awaitCopies).
+  struct InFlight {
+    DeviceRuntime *runtime = nullptr;
+    Stream stream;
+    Event done;
+    const std::byte *begin[2] = {}, *end[2] = {};
+    bool writes[2] = {};
+    void *waitedBy = nullptr;  // the stream that last waited for `done` (no second wait there)
+    bool conflicts(const std::byte *b, const std::byte *e, bool write) const {
+      for (int r = 0; r < 2; ++r)
+        if ((write || writes[r]) && std::less<const std::byte *>()(b, end[r]) &&
+            std::less<const std::byte *>()(begin[r], e))
+          return true;
+      return false;
+    }
+  };
+  // Copies in flight at most; past it, the host waits for them all (awaitCopies stays linear).
+  static constexpr size_t kMaxInFlight = 64;
   struct Workspace {
     std::vector<std::byte *> base;
     std::vector<Stream> streams;
+    std::vector<Stream> copyStreams;  // per entry of exe.workspaces; null handle: none
+    std::vector<InFlight> inFlight;   // room for kMaxInFlight, reserved when made
     std::vector<const std::byte *> operands;
     std::vector<std::byte *> results, scratch;
     std::vector<std::byte *> bound;
@@ -138,6 +160,8 @@ struct Session::State {
   void releaseWorkspace(Workspace &ws) const {
     for (size_t i = 0; i < ws.streams.size(); ++i)
       runtime(exe.workspaces[i].device).destroyStream(ws.streams[i]);
+    for (size_t i = 0; i < ws.copyStreams.size(); ++i)
+      runtime(exe.workspaces[i].device).destroyStream(ws.copyStreams[i]);
     for (size_t i = 0; i < ws.base.size(); ++i)
       runtime(exe.workspaces[i].device).release(exe.workspaces[i].device, ws.base[i]);
   }
@@ -155,6 +179,14 @@ struct Session::State {
     return w >= 0 ? ws.streams[static_cast<size_t>(w)]
                   : Stream{nullptr, exe.slots[static_cast<size_t>(slot)].device};
   }
+  // The copy stream of a slot's device in `ws` (a null handle when it has none: load steps, a
+  // runtime without copy streams).
+  Stream copyStreamOf(const Workspace &ws, int32_t slot) const {
+    const int32_t w = workspaceOfSlot[static_cast<size_t>(slot)];
+    return w >= 0 && static_cast<size_t>(w) < ws.copyStreams.size()
+               ? ws.copyStreams[static_cast<size_t>(w)]
+               : Stream{nullptr, exe.slots[static_cast<size_t>(slot)].device};
+  }
 
   Expected<Workspace *> acquire() const;
   Status makeTables(Workspace &ws) const;
@@ -167,11 +199,21 @@ struct Session::State {
   Status findExternalUses();
   Status uploadWeights();
   Status load();
-  Status transfer(const Workspace &ws, const Step &step) const;
-  Status synchronize(const Workspace &ws) const {
+  Status transfer(Workspace &ws, const Step &step) const;
+  Status track(Workspace &ws, DeviceRuntime &rt, Stream copy, const InFlight &copied) const;
+  Status awaitCopies(Workspace &ws, DeviceRuntime *rt, Stream on, const std::byte *begin,
+                     size_t bytes, bool writes) const;
+  Status awaitCopies(Workspace &ws, size_t step) const;
+  Status finishCopies(Workspace &ws, Stream copy) const;
+  // Waits for every stream of `ws`, its copy streams too; the copies in flight are then done.
+  Status synchronize(Workspace &ws) const {
+    Status first;
+    for (size_t i = 0; i < ws.copyStreams.size(); ++i)
+      if (Status s = finishCopies(ws, ws.copyStreams[i]); first.ok()) first = s;
     for (size_t i = 0; i < ws.streams.size(); ++i)
-      FERRY_TRY(runtime(exe.workspaces[i].device).synchronize(ws.streams[i]));
-    return Status();
+      if (Status s = runtime(exe.workspaces[i].device).synchronize(ws.streams[i]); first.ok())
+        first = s;
+    return first;
   }
   Status checkArguments(const std::vector<NamedTensor> &given,
                         const std::vector<NamedTensor> &givenOutputs, bool outputsOnDevice,
@@ -197,6 +239,8 @@ Expected<Session::State::Workspace *> Session::State::acquire() const {
   // Room first, so that each device allocation is recorded in `ws` without allocating.
   ws->base.reserve(exe.workspaces.size());
   ws->streams.reserve(exe.workspaces.size());
+  ws->copyStreams.reserve(exe.workspaces.size());
+  ws->inFlight.reserve(kMaxInFlight);
   ws->bound.assign(externals.size(), nullptr);
   ws->how.assign(externals.size(), Bound::None);
   auto make = [&]() -> Status {
@@ -209,6 +253,9 @@ Expected<Session::State::Workspace *> Session::State::acquire() const {
       Expected<Stream> stream = runtime(w.device).createStream(w.device);
       if (!stream) return stream.status();
       ws->streams.push_back(*stream);
+      Expected<Stream> copy = runtime(w.device).createCopyStream(w.device);
+      if (!copy) return copy.status();
+      ws->copyStreams.push_back(*copy);
     }
     return makeTables(*ws);
   };
@@ -294,12 +341,16 @@ Status orderStreams(DeviceRuntime &rt, Stream earlier, Stream later) {
 //
 // Order: within one runtime the copy runs on the destination's stream after what the source's
 // stream wrote, and the source's stream goes on only once the copy has read (the memory plan may
-// give the source's bytes to a later step there): events, no host wait. Between runtimes the
-// host orders: the source's stream is finished before the copy is issued, and the copy before
-// the transfer returns (an asynchronous upload may read its host source late; a download's
-// host bytes are read next), except an upload that has read its host bytes when it returns
+// give the source's bytes to a later step there): events, no host wait. Between the host and a
+// runtime with copy streams (DeviceRuntime::createCopyStream), the copy runs on the device's copy
+// stream after what its kernel stream has issued so far, and is tracked (track): later work
+// waits for it only where it touches the same bytes (awaitCopies), so the copy overlaps the
+// kernels and the host work that do not need it. Without copy streams the host orders: the
+// source's stream is finished before the copy is issued, and the copy before the transfer
+// returns (an asynchronous upload may read its host source late; a download's host bytes are read
+// next), except an upload that has read its host bytes when it returns
 // (DeviceRuntime::uploadReadsHostOnIssue): the destination's stream orders the rest.
-Status Session::State::transfer(const Workspace &ws, const Step &step) const {
+Status Session::State::transfer(Workspace &ws, const Step &step) const {
   const int32_t from = step.operands[0], to = step.result;
   const Slot &f = exe.slots[static_cast<size_t>(from)], &t = exe.slots[static_cast<size_t>(to)];
   const size_t bytes = t.type.byteSize();
@@ -307,23 +358,47 @@ Status Session::State::transfer(const Workspace &ws, const Step &step) const {
   std::byte *destination = address(ws, to);
   DeviceRuntime &src = runtime(f.device), &dst = runtime(t.device);
   const Stream in = streamOf(ws, from), out = streamOf(ws, to);
+  // A copy still in flight may write what this one reads, or touch what it writes.
+  if (!ws.inFlight.empty()) {
+    FERRY_TRY(awaitCopies(ws, nullptr, Stream{}, source, bytes, false));
+    FERRY_TRY(awaitCopies(ws, nullptr, Stream{}, destination, bytes, true));
+  }
   if (&src == &dst) {
     FERRY_TRY(orderStreams(src, in, out));
     FERRY_TRY(src.copy(f.device, source, t.device, destination, bytes, out));
     return orderStreams(src, out, in);
   }
-  FERRY_TRY(src.synchronize(in));
   if (src.hostAccessible()) {
+    FERRY_TRY(src.synchronize(in));
+    const bool readsOnIssue = dst.uploadReadsHostOnIssue(source);
+    if (const Stream copy = copyStreamOf(ws, to); copy.handle) {
+      FERRY_TRY(orderStreams(dst, out, copy));  // what the kernels did with these bytes before
+      FERRY_TRY(dst.upload(source, t.device, destination, bytes, copy));
+      InFlight c;
+      c.begin[0] = destination, c.end[0] = destination + bytes, c.writes[0] = true;
+      if (!readsOnIssue) c.begin[1] = source, c.end[1] = source + bytes;
+      return track(ws, dst, copy, c);
+    }
     FERRY_TRY(dst.upload(source, t.device, destination, bytes, out));
     // Done with the host's bytes: the device copies (and computes) on while the host goes on.
-    if (dst.uploadReadsHostOnIssue()) return Status();
+    if (readsOnIssue) return Status();
     return dst.synchronize(out);
   }
   if (dst.hostAccessible()) {
     FERRY_TRY(dst.synchronize(out));  // nothing there still reads the bytes about to be written
+    if (const Stream copy = copyStreamOf(ws, from); copy.handle) {
+      FERRY_TRY(orderStreams(src, in, copy));  // after the kernels that wrote the source
+      FERRY_TRY(src.download(f.device, source, destination, bytes, copy));
+      InFlight c;
+      c.begin[0] = source, c.end[0] = source + bytes;
+      c.begin[1] = destination, c.end[1] = destination + bytes, c.writes[1] = true;
+      return track(ws, src, copy, c);
+    }
+    FERRY_TRY(src.synchronize(in));
     FERRY_TRY(src.download(f.device, source, destination, bytes, in));
     return src.synchronize(in);
   }
+  FERRY_TRY(src.synchronize(in));
   Expected<std::byte *> staging = src.allocateHost(bytes);
   if (!staging) return staging.status();
   Status s = src.download(f.device, source, *staging, bytes, in);
@@ -332,6 +407,76 @@ Status Session::State::transfer(const Workspace &ws, const Step &step) const {
   if (s.ok()) s = dst.upload(*staging, t.device, destination, bytes, out);
   if (s.ok()) s = dst.synchronize(out);
   src.releaseHost(*staging);
+  return s;
+}
+
+// Records the event after a copy just issued on `copy` and keeps it with the bytes it touches.
+Status Session::State::track(Workspace &ws, DeviceRuntime &rt, Stream copy,
+                             const InFlight &copied) const {
+  if (ws.inFlight.size() == kMaxInFlight)
+    for (Stream s : ws.copyStreams) FERRY_TRY(finishCopies(ws, s));
+  Expected<Event> done = rt.recordEvent(copy);
+  if (!done) return done.status();
+  InFlight &c = ws.inFlight.emplace_back(copied);  // room reserved: no allocation
+  c.runtime = &rt;
+  c.stream = copy;
+  c.done = *done;
+  return Status();
+}
+
+// Orders work about to be issued on `on` (of runtime `rt`; a null handle or runtime: work the
+// host does now, or issues in an order only the host can keep) after every copy in flight that
+// writes [begin, begin + bytes), or reads it when the work `writes` it: on a stream of the same
+// runtime by an event, else by waiting for the copy stream on the host. Copies on `on` itself
+// are in order already.
+Status Session::State::awaitCopies(Workspace &ws, DeviceRuntime *rt, Stream on,
+                                   const std::byte *begin, size_t bytes, bool writes) const {
+  const std::byte *end = begin + bytes;
+  for (size_t i = 0; i < ws.inFlight.size();) {
+    InFlight &c = ws.inFlight[i];
+    if ((on.handle && on.handle == c.stream.handle) || !c.conflicts(begin, end, writes)) {
+      ++i;
+    } else if (on.handle && rt == c.runtime) {
+      if (c.waitedBy != on.handle) FERRY_TRY(rt->waitEvent(on, c.done));
+      c.waitedBy = on.handle;
+      ++i;
+    } else {
+      FERRY_TRY(finishCopies(ws, c.stream));  // drops c and the rest of its stream's copies
+      i = 0;
+    }
+  }
+  return Status();
+}
+
+// The same for a step about to be launched: it reads its operands and writes its result and
+// scratch, on its device's stream.
+Status Session::State::awaitCopies(Workspace &ws, size_t i) const {
+  const Step &step = exe.steps[i];
+  DeviceRuntime &rt = runtimeOf(step);
+  const Stream on = ws.streams[workspaceOf(step)];
+  for (size_t o = 0; o < step.operands.size(); ++o)
+    FERRY_TRY(awaitCopies(ws, &rt, on, ws.operands[argStart[i] + o],
+                          exe.slots[static_cast<size_t>(step.operands[o])].type.byteSize(), false));
+  FERRY_TRY(awaitCopies(ws, &rt, on, ws.results[i],
+                        exe.slots[static_cast<size_t>(step.result)].type.byteSize(), true));
+  if (ws.scratch[i]) FERRY_TRY(awaitCopies(ws, &rt, on, ws.scratch[i], step.plan.scratchBytes, true));
+  return Status();
+}
+
+// Waits on the host for everything issued on `copy`, and forgets its copies in flight.
+Status Session::State::finishCopies(Workspace &ws, Stream copy) const {
+  if (!copy.handle) return Status();
+  Status s = runtime(copy.device).synchronize(copy);
+  for (size_t i = 0; i < ws.inFlight.size();) {
+    InFlight &c = ws.inFlight[i];
+    if (c.stream.handle != copy.handle) {
+      ++i;
+      continue;
+    }
+    c.runtime->destroyEvent(c.done);
+    c = ws.inFlight.back();
+    ws.inFlight.pop_back();
+  }
   return s;
 }
 
@@ -552,7 +697,7 @@ Status Session::State::load() {
     if (!p) return p.status();
     held[slot] = *p;
   }
-  const Workspace none;  // load steps read and write held slots only
+  Workspace none;  // load steps read and write held slots only
   std::vector<const std::byte *> operands;
   for (size_t i = 0; i < exe.loadSteps.size(); ++i) {
     const Step &step = exe.loadSteps[i];
@@ -847,7 +992,11 @@ Expected<RunResult> Session::runOnce(const std::vector<NamedTensor> &inputs,
   struct GiveBack {
     const State &st;
     State::Workspace *ws;
+    bool synchronized = false;
     ~GiveBack() {
+      // A run that failed part way may have work in flight that reads or writes its memory
+      // (the caller's tensors too): it finishes before the workspace is unbound and reused.
+      if (!synchronized) (void)st.synchronize(*ws);
       st.unbind(*ws);
       std::lock_guard<std::mutex> lock(st.poolMutex);
       st.idle.push_back(ws);
@@ -925,6 +1074,7 @@ Expected<RunResult> Session::runOnce(const std::vector<NamedTensor> &inputs,
       copiedBytes +=
           static_cast<int64_t>(exe.slots[static_cast<size_t>(step.result)].type.byteSize());
     } else {
+      if (!ws.inFlight.empty()) FERRY_TRY(st.awaitCopies(ws, i));
       FERRY_TRY(st.runtimeOf(step).launch(
           *st.kernels[i],
           KernelArgs{{ws.operands.data() + st.argStart[i], step.operands.size()},
@@ -937,6 +1087,7 @@ Expected<RunResult> Session::runOnce(const std::vector<NamedTensor> &inputs,
       stats.stepSeconds[i] = secondsSince(t);
     }
   }
+  giveBack.synchronized = true;  // the streams are finished, or failed and not waited for again
   FERRY_TRY(st.synchronize(ws));
   stats.transfers = copies;
   stats.transferBytes = copiedBytes;

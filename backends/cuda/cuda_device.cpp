@@ -180,16 +180,16 @@ class CudaDevice final : public DeviceRuntime {
     cudaSetDevice(to.index);
     const std::string what = "upload of " + std::to_string(bytes) + " bytes to " + to.str();
     // Pageable memory through the staging buffers (cudaMemcpyAsync from pageable memory would
-    // wait for the stream first); pinned memory directly, and waited for, so that either way the
-    // host's bytes are read on return (uploadReadsHostOnIssue).
+    // wait for the stream first), so that the host's bytes are read on return; pinned memory
+    // directly, read by the copy engine when the stream gets there (uploadReadsHostOnIssue).
     if (!pinned(host)) {
       FERRY_TRY(stagedUpload(to, host, destination, bytes, native(stream), what));
       return finish(stream);
     }
     FERRY_CUDA_TRY(cudaMemcpyAsync(destination, host, bytes, cudaMemcpyHostToDevice, native(stream)), what);
-    return synchronize(stream);
+    return finish(stream);
   }
-  bool uploadReadsHostOnIssue() const override { return true; }
+  bool uploadReadsHostOnIssue(const std::byte *host) const override { return !pinned(host); }
   Status download(Device from, const std::byte *source, std::byte *host, size_t bytes,
                   Stream stream) override {
     FERRY_TRY(check(from));
@@ -305,6 +305,9 @@ class CudaDevice final : public DeviceRuntime {
     FERRY_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "creating a stream on " + device.str());
     return Stream{s, device};
   }
+  // Transfers to and from the host get a stream of their own, so that the copy engines move
+  // bytes while the SMs run kernels; the Session orders the two streams with events.
+  Expected<Stream> createCopyStream(Device device) override { return createStream(device); }
   void destroyStream(Stream stream) override {
     if (stream.handle) cudaStreamDestroy(static_cast<cudaStream_t>(stream.handle));
   }

@@ -126,7 +126,7 @@ class EmulatedCuda final : public DeviceRuntime {
     std::memcpy(destination, host, bytes);
     return Status();
   }
-  bool uploadReadsHostOnIssue() const override { return true; }
+  bool uploadReadsHostOnIssue(const std::byte *) const override { return true; }
   Status download(Device, const std::byte *source, std::byte *host, size_t bytes, Stream) override {
     std::memcpy(host, source, bytes);
     return Status();

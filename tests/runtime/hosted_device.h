@@ -61,7 +61,7 @@ class HostedDevice final : public DeviceRuntime {
     }
     return issue(s, [=, this] { return inner_.upload(host, inner(to), destination, bytes, Stream{}); });
   }
-  bool uploadReadsHostOnIssue() const override { return readsHostOnIssue; }
+  bool uploadReadsHostOnIssue(const std::byte *) const override { return readsHostOnIssue; }
   Status download(Device from, const std::byte *source, std::byte *host, size_t bytes,
                   Stream s) override {
     ++downloads;
@@ -92,6 +92,12 @@ class HostedDevice final : public DeviceRuntime {
     queues_.push_back(std::make_unique<Queue>(d));
     return Stream{queues_.back().get(), d};
   }
+  Expected<Stream> createCopyStream(Device d) override {
+    if (!copyStreams || !queued_) return Stream{nullptr, d};
+    queues_.push_back(std::make_unique<Queue>(d));
+    queues_.back()->copies = true;
+    return Stream{queues_.back().get(), d};
+  }
   Expected<Event> recordEvent(Stream s) override {
     if (!s.handle) return Event{};
     auto *q = static_cast<Queue *>(s.handle);
@@ -107,13 +113,33 @@ class HostedDevice final : public DeviceRuntime {
     ++synchronizes;
     if (!s.handle) return Status();
     auto *q = static_cast<Queue *>(s.handle);
+    if (!q->copies) ++kernelStreamSynchronizes;
+    if (eager)  // every other stream first runs all it was given, as far ahead as it may
+      for (auto &other : queues_)
+        if (other.get() != q) FERRY_TRY(run(*other, other->work.size()));
     return run(*q, q->work.size());
   }
 
   static inline std::atomic<int> uploads = 0, downloads = 0, staged = 0, synchronizes = 0;
+  /// Synchronizes of a kernels' stream (createStream's, not a copy stream): the host waiting
+  /// for the device's kernels.
+  static inline std::atomic<int> kernelStreamSynchronizes = 0;
+  /// Work issued on a copy stream (copies, and the waits for the kernels' stream before them).
+  static inline std::atomic<int> copyStreamWork = 0;
+  /// Work queued on a stream and not run yet, over every queued runtime.
+  static inline std::atomic<int> notRun = 0;
   /// Whether upload() takes the host's bytes when issued (uploadReadsHostOnIssue), as the CUDA
   /// runtime's does, instead of when its queued copy runs.
   bool readsHostOnIssue = false;
+  /// Whether createCopyStream() gives a queue of its own (when queued), as the CUDA runtime's
+  /// does; off, transfers run on the kernels' stream.
+  bool copyStreams = false;
+  /// When queued: whether a synchronize first runs everything queued on the other streams (the
+  /// order in which a stream the host does not wait for races ahead), instead of only what the
+  /// waited-for stream needs. The two are the extreme orders a GPU may run a run's work in: the
+  /// first finds work that reads bytes before they are written, the second work that writes
+  /// bytes before a slower stream has read them.
+  bool eager = false;
   /// Whether borrowHost() lends host memory in place, as the CPU's runtime does (off: as a
   /// GPU's, which uploads).
   bool lendsHost = false;
@@ -127,6 +153,7 @@ class HostedDevice final : public DeviceRuntime {
     Device device;
     std::vector<std::function<Status()>> work;
     size_t done = 0;
+    bool copies = false;  // made by createCopyStream
   };
   struct Mark {
     Queue *queue;
@@ -137,6 +164,7 @@ class HostedDevice final : public DeviceRuntime {
   Status run(Queue &q, size_t upto) {
     Status first;
     while (q.done < upto) {
+      --notRun;
       Status s = q.work[q.done++]();
       if (first.ok() && !s.ok()) first = s;
     }
@@ -147,6 +175,8 @@ class HostedDevice final : public DeviceRuntime {
   // device's streams (as CUDA's legacy default stream waits for the others).
   Status issue(Stream s, std::function<Status()> work) {
     if (s.handle) {
+      if (static_cast<Queue *>(s.handle)->copies) ++copyStreamWork;
+      ++notRun;
       static_cast<Queue *>(s.handle)->work.push_back(std::move(work));
       return Status();
     }
@@ -188,13 +218,19 @@ class HostedTarget final : public Target {
   CpuTarget cpu_;
 };
 
-inline BackendEntry hosted(DeviceKind kind, bool hostAccessible = false, bool queued = false,
-                           bool readsHostOnIssue = false) {
+// How a hosted runtime's streams behave (HostedDevice's fields of the same names).
+struct HostedStreams {
+  bool queued = false, readsHostOnIssue = false, copyStreams = false, eager = false;
+};
+
+inline BackendEntry hosted(DeviceKind kind, bool hostAccessible = false, HostedStreams streams = {}) {
   return {kind, "hosted " + Device{kind, 0}.str(),
           [kind] { return std::unique_ptr<Target>(std::make_unique<HostedTarget>(kind)); },
-          [kind, hostAccessible, queued, readsHostOnIssue](const DeviceOptions &o) -> Expected<std::unique_ptr<DeviceRuntime>> {
-            auto d = std::make_unique<HostedDevice>(kind, o.devices, hostAccessible, queued);
-            d->readsHostOnIssue = readsHostOnIssue;
+          [kind, hostAccessible, streams](const DeviceOptions &o) -> Expected<std::unique_ptr<DeviceRuntime>> {
+            auto d = std::make_unique<HostedDevice>(kind, o.devices, hostAccessible, streams.queued);
+            d->readsHostOnIssue = streams.readsHostOnIssue;
+            d->copyStreams = streams.copyStreams;
+            d->eager = streams.eager;
             return std::unique_ptr<DeviceRuntime>(std::move(d));
           }};
 }

@@ -247,12 +247,13 @@ class CudaDevice final : public DeviceRuntime {
     } else if (!k->gemm) {
       return mismatch("has no PTX");
     }
-    if (k->anchored) {
-      for (int32_t arg : (*step.body)[0].args) {
-        if (arg < 0 || static_cast<size_t>(arg) >= step.operands.size())
-          return mismatch("has an anchor that reads no operand of the step");
-        k->gemmOperands.push_back(arg);
-      }
+    if (k->anchored || !k->plan.anchorPtx.empty()) {  // a conv2d's GEMM has its im2col there
+      if (k->anchored)
+        for (int32_t arg : (*step.body)[0].args) {
+          if (arg < 0 || static_cast<size_t>(arg) >= step.operands.size())
+            return mismatch("has an anchor that reads no operand of the step");
+          k->gemmOperands.push_back(arg);
+        }
       FERRY_CUDA_TRY(cudaLibraryLoadData(&k->anchorLibrary, k->plan.anchorPtx.c_str(), nullptr,
                                          nullptr, 0, nullptr, nullptr, 0),
                      "loading the anchor's PTX of " + k->what + " on " + step.device.str());
@@ -269,6 +270,9 @@ class CudaDevice final : public DeviceRuntime {
     const cuda::LaunchSequence seq = cuda::launchSequence(
         k.gemm ? cuda::kGemmPlanName : k.anchored ? cuda::kAnchoredPlanName : cuda::kKernelPlanName,
         k.plan, k.gemmOperands, k.gemm ? &k.shape : nullptr, k.elementSize, args);
+    if (!seq.prologue.in.empty())
+      FERRY_TRY(run(k, k.anchorKernel, k.plan.anchorBlocks, k.plan.anchorThreads, seq.prologue.out,
+                    seq.prologue.scratch, seq.prologue.in, stream));
     if (!seq.gemms.empty()) FERRY_TRY(runGemm(k, seq.gemms, args.scratch, stream));
     if (seq.zeroBytes > 0)
       FERRY_CUDA_TRY(cudaMemsetAsync(seq.zeroFill, 0, seq.zeroBytes, native(stream)),

@@ -46,7 +46,8 @@ bool hasKernel(OpKind op, DType dtype) {
     // Copies are the runtime's; a constant is a weight (uploaded once, at load).
     case OpKind::Transfer:
     case OpKind::Constant: return true;
-    // Generated direct kernels (codegen/conv_pool.cpp): correct, not yet tensor-core fast.
+    // conv2d: im2col and a cuBLASLt GEMM where it has one group, else a direct generated kernel
+    // (codegen/conv_pool.cpp), as are the pools and batch_norm.
     case OpKind::Conv2d:
     case OpKind::MaxPool2d:
     case OpKind::AvgPool2d:
@@ -130,6 +131,27 @@ Expected<KernelPlan> lowerEmptyLinear(const StepSpec &step, int32_t biasOperand)
   return lowerKernel(spec);
 }
 
+// The GEMM's epilogue: the bias, and an activation right after the GEMM, of its type, that
+// nothing after reads around (cuBLASLt's GELU is the tanh approximation). Not for f64, whose
+// GEMMs cuBLASLt may have no epilogue algorithm for: the tail kernel applies it there.
+void chooseEpilogue(const FusedBody *body, const TensorType &anchorType, bool bias,
+                    cuda::CudaPlan &plan) {
+  plan.epilogue = bias ? cuda::Epilogue::Bias : cuda::Epilogue::None;
+  plan.gemmMicroOps = 1;
+  if (!body || anchorType.dtype == DType::F64 || body->size() < 2 || readAfter(*body, 0, 1)) return;
+  const MicroOp &next = (*body)[1];
+  const bool readsAnchor = next.args.size() == 1 && argIsMicroOp(next.args[0]) && microOpOf(next.args[0]) == 0;
+  if (!readsAnchor || next.type != anchorType) return;
+  if (next.op == OpKind::Relu) {
+    plan.epilogue = bias ? cuda::Epilogue::ReluBias : cuda::Epilogue::Relu;
+    plan.gemmMicroOps = 2;
+  } else if (next.op == OpKind::Gelu &&
+             attrString(opInfo(OpKind::Gelu), next.attrs, "approximate") == "tanh") {
+    plan.epilogue = bias ? cuda::Epilogue::GeluBias : cuda::Epilogue::Gelu;
+    plan.gemmMicroOps = 2;
+  }
+}
+
 Expected<KernelPlan> lowerGemm(const StepSpec &step) {
   cuda::CudaPlan plan;
   const bool fused = step.body != nullptr;
@@ -146,26 +168,7 @@ Expected<KernelPlan> lowerGemm(const StepSpec &step) {
     if (bias && shape->k == 0)  // no product for cuBLASLt's bias epilogue to add to
       return lowerEmptyLinear(step, fused ? (*step.body)[0].args[2] : 2);
   }
-  plan.epilogue = bias ? cuda::Epilogue::Bias : cuda::Epilogue::None;
-  plan.gemmMicroOps = 1;
-  // An activation right after the GEMM, of its type, that nothing after reads around: the
-  // epilogue applies it (cuBLASLt's GELU is the tanh approximation). Not for f64, whose GEMMs
-  // cuBLASLt may have no epilogue algorithm for: the tail kernel applies it there.
-  if (fused && anchorType.dtype != DType::F64 && step.body->size() >= 2 &&
-      !readAfter(*step.body, 0, 1)) {
-    const MicroOp &next = (*step.body)[1];
-    const bool readsAnchor = next.args.size() == 1 && argIsMicroOp(next.args[0]) && microOpOf(next.args[0]) == 0;
-    if (readsAnchor && next.type == anchorType) {
-      if (next.op == OpKind::Relu) {
-        plan.epilogue = bias ? cuda::Epilogue::ReluBias : cuda::Epilogue::Relu;
-        plan.gemmMicroOps = 2;
-      } else if (next.op == OpKind::Gelu &&
-                 attrString(opInfo(OpKind::Gelu), next.attrs, "approximate") == "tanh") {
-        plan.epilogue = bias ? cuda::Epilogue::GeluBias : cuda::Epilogue::Gelu;
-        plan.gemmMicroOps = 2;
-      }
-    }
-  }
+  chooseEpilogue(step.body, anchorType, bias, plan);
   plan.gemmWorkspaceBytes = cuda::kGemmWorkspaceBytes;
   uint64_t scratch = plan.gemmWorkspaceBytes;
   const bool tail = fused && static_cast<size_t>(plan.gemmMicroOps) < step.body->size();
@@ -177,6 +180,73 @@ Expected<KernelPlan> lowerGemm(const StepSpec &step) {
     }
     FERRY_TRY(compileInto(cuda::elementwiseKernel(step, static_cast<size_t>(plan.gemmMicroOps)), plan));
   }
+  return KernelPlan{cuda::kGemmPlanName, scratch, plan.encode()};
+}
+
+// A conv2d as a GEMM on cuBLASLt (tensor cores for f16 and bf16): its im2col matrix written into
+// scratch by the anchor kernel, one strided-batched GEMM (an image per batch) whose epilogue
+// adds the bias and a following relu or gelu, writing [N, Ho*Wo, O] into scratch, and the tail
+// kernel, which reads that as NCHW and computes the rest of the group (at least a copy: a cast
+// to the same type). For one group in f16, bf16 or f32, when the im2col matrix takes at most
+// kMaxIm2colBytes; the others take the direct kernel (lowerAnchored, lowerKernel).
+constexpr uint64_t kMaxIm2colBytes = uint64_t{256} << 20;
+
+bool convAsGemm(const StepSpec &step) {
+  const bool fused = step.body != nullptr;
+  const OpKind op = fused ? (*step.body)[0].op : step.op.kind;
+  if (op != OpKind::Conv2d) return false;
+  const Attrs &attrs = fused ? (*step.body)[0].attrs : step.attrs;
+  const TensorType &out = fused ? (*step.body)[0].type : step.result;
+  Expected<std::vector<TensorType>> operands = anchorOperandTypes(step);
+  if (!operands || operands->size() < 2 || (*operands)[1].rank() != 4 || out.rank() != 4) return false;
+  const DType t = out.dtype;
+  const Shape &w = (*operands)[1].shape;
+  const uint64_t col = static_cast<uint64_t>(out.shape[0] * out.shape[2] * out.shape[3]) *
+                       static_cast<uint64_t>(w[1] * w[2] * w[3]) * dtypeSize(t);
+  return (t == DType::F16 || t == DType::BF16 || t == DType::F32) &&
+         attrInt(opInfo(OpKind::Conv2d), attrs, "groups") == 1 && out.numel() > 0 &&
+         w[1] * w[2] * w[3] > 0 && col <= kMaxIm2colBytes;
+}
+
+Expected<KernelPlan> lowerConvGemm(const StepSpec &step) {
+  // The group's body, or the one conv2d's.
+  FusedBody body;
+  if (step.body) {
+    body = *step.body;
+  } else {
+    std::vector<int32_t> args(step.operands.size());
+    for (size_t i = 0; i < args.size(); ++i) args[i] = static_cast<int32_t>(i);
+    body.push_back(MicroOp{step.op.kind, step.attrs, args, step.result, "", step.loc});
+  }
+  const MicroOp a = body[0];
+  Expected<std::vector<TensorType>> operands = anchorOperandTypes(step);
+  if (!operands) return operands.status();
+  cuda::CudaPlan plan;
+  // The im2col, moved into the anchor's fields; then the tail's.
+  FERRY_TRY(compileInto(cuda::im2colKernel(StepSpec{opInfo(a.op), a.attrs, *operands, a.type, step.device, a.loc}),
+                        plan));
+  plan.anchorBlocks = plan.blocks;
+  plan.anchorThreads = plan.threads;
+  plan.anchorBlockSync = plan.blockSync;
+  plan.anchorSource = std::move(plan.source);
+  plan.anchorPtx = std::move(plan.ptx);
+  chooseEpilogue(&body, a.type, operands->size() == 3, plan);
+  const MicroOp last = body[static_cast<size_t>(plan.gemmMicroOps) - 1];  // body may grow
+  if (body.size() == static_cast<size_t>(plan.gemmMicroOps))  // nothing left: the copy to NCHW
+    body.push_back(MicroOp{OpKind::Cast, Attrs{AttrValue{last.type.dtype}},
+                           {~(plan.gemmMicroOps - 1)}, last.type,
+                           last.name, last.loc});
+  const int64_t O = a.type.shape[1], P = a.type.shape[2] * a.type.shape[3];
+  const int64_t strides[] = {P * O, 1, a.type.shape[3] * O, O};
+  const StepSpec tail{step.op, step.attrs, step.operands, step.result, step.device, step.loc, &body};
+  FERRY_TRY(compileInto(cuda::elementwiseKernel(tail, static_cast<size_t>(plan.gemmMicroOps), strides), plan));
+  // Scratch: cuBLASLt's workspace, the im2col matrix, the GEMM's output.
+  plan.gemmWorkspaceBytes = cuda::kGemmWorkspaceBytes;
+  const Shape &w = (*operands)[1].shape;
+  const uint64_t col = static_cast<uint64_t>(a.type.shape[0] * P * w[1] * w[2] * w[3]) * dtypeSize(a.type.dtype);
+  plan.gemmColOffset = static_cast<int64_t>(align256(plan.gemmWorkspaceBytes));
+  plan.gemmOutputOffset = plan.gemmColOffset + static_cast<int64_t>(align256(col));
+  const uint64_t scratch = static_cast<uint64_t>(plan.gemmOutputOffset) + align256(last.type.byteSize());
   return KernelPlan{cuda::kGemmPlanName, scratch, plan.encode()};
 }
 
@@ -220,6 +290,7 @@ Expected<KernelPlan> CudaTarget::lower(const StepSpec &step) const {
   if (gemm) {
     const OpKind anchor = step.body ? (*step.body)[0].op : step.op.kind;
     if (anchor == OpKind::Matmul || anchor == OpKind::Linear) return lowerGemm(step);
+    if (convAsGemm(step)) return lowerConvGemm(step);
     if (step.body) return lowerAnchored(step);
     // A conv2d alone: its generated kernel, below.
   }

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <set>
 
+#include "backends/cuda/codegen/gemm_shape.h"
 #include "backends/cuda/codegen/plan.h"
 #include "backends/cuda/cuda_device.h"
 #include "backends/cuda/cuda_target.h"
@@ -185,8 +186,9 @@ TEST(CudaTarget, EveryOpHasACudaKernel) {
   }
 }
 
-// A conv2d group on cuda:0: the generated conv kernel, then the tail's.
-TEST(CudaTarget, AConvGroupIsAnAnchoredPlanWithTwoKernels) {
+// A conv2d group on cuda:0: im2col, a cuBLASLt GEMM with the bias and the relu as its epilogue,
+// then the tail (the mul) reading the GEMM's [N, Ho*Wo, O] output from scratch as NCHW.
+TEST(CudaTarget, AConvGroupIsIm2colAndAGemmWithItsEpilogueThenTheTail) {
   Expected<Executable> exe = build(parse(R"(graph g {
   input %x : f32[2,3,8,8] @cuda:0
   param %w : f32[4,3,3,3] = randn(seed=1)
@@ -198,12 +200,46 @@ TEST(CudaTarget, AConvGroupIsAnAnchoredPlanWithTwoKernels) {
 })"), gpuOptions());
   ASSERT_TRUE(exe.ok()) << exe.status().message();
   const Step &st = exe->steps.back();
+  ASSERT_EQ(st.plan.kernel, cuda::kGemmPlanName) << stepOpName(st);
+  Expected<cuda::CudaPlan> plan = cuda::CudaPlan::decode(st.plan.payload);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_NE(plan->anchorPtx.find(".entry ferry_kernel"), std::string::npos);  // the im2col
+  EXPECT_NE(plan->ptx.find(".entry ferry_kernel"), std::string::npos);        // the tail
+  EXPECT_EQ(plan->epilogue, cuda::Epilogue::ReluBias);
+  EXPECT_EQ(plan->gemmMicroOps, 2);
+  // Scratch: the workspace, the im2col matrix [2, 64, 27] f32, the GEMM's output [2, 64, 4].
+  EXPECT_EQ(plan->gemmColOffset, static_cast<int64_t>(plan->gemmWorkspaceBytes));
+  EXPECT_EQ(plan->gemmOutputOffset, plan->gemmColOffset + (2 * 64 * 27 * 4 + 255) / 256 * 256);
+  EXPECT_EQ(st.plan.scratchBytes, static_cast<uint64_t>(plan->gemmOutputOffset) + 2 * 64 * 4 * 4);
+  Expected<cuda::GemmShape> shape = cuda::gemmShape(
+      OpKind::Conv2d, std::vector<TensorType>{{DType::F32, {2, 3, 8, 8}}, {DType::F32, {4, 3, 3, 3}}},
+      TensorType{DType::F32, {2, 4, 8, 8}});
+  ASSERT_TRUE(shape.ok());
+  EXPECT_EQ(shape->m, 4);
+  EXPECT_EQ(shape->n, 64);
+  EXPECT_EQ(shape->k, 27);
+  EXPECT_EQ(shape->batch, 2);
+  EXPECT_EQ(shape->strideA, 0);  // one weight for every image
+}
+
+// A grouped conv2d has no GEMM: its direct kernel, then the tail's.
+TEST(CudaTarget, AGroupedConvIsAnAnchoredPlanWithTwoKernels) {
+  Expected<Executable> exe = build(parse(R"(graph g {
+  input %x : f32[2,4,8,8] @cuda:0
+  param %w : f32[4,2,3,3] = randn(seed=1)
+  %c = conv2d(%x, %w, padding=[1, 1], groups=2)
+  %r = relu(%c)
+  output %r
+})"), gpuOptions());
+  ASSERT_TRUE(exe.ok()) << exe.status().message();
+  const Step &st = exe->steps.back();
   ASSERT_EQ(st.plan.kernel, cuda::kAnchoredPlanName) << stepOpName(st);
   Expected<cuda::CudaPlan> plan = cuda::CudaPlan::decode(st.plan.payload);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_NE(plan->anchorPtx.find(".entry ferry_kernel"), std::string::npos);
   EXPECT_NE(plan->ptx.find(".entry ferry_kernel"), std::string::npos);
   EXPECT_EQ(plan->gemmOutputOffset, -1);  // the conv's output has the result's type: in place
+  EXPECT_EQ(plan->gemmColOffset, -1);
 }
 
 TEST(CudaTarget, ASessionWithoutAGpuIsAClearDeviceError) {

@@ -163,7 +163,7 @@ class EmulatedCuda final : public DeviceRuntime {
     } else if (plan.kernel != cuda::kGemmPlanName) {
       return makeError("internal", "a plan without a kernel", step.loc);
     }
-    if (plan.kernel == cuda::kAnchoredPlanName)
+    if (!k->plan.anchorSource.empty())  // an anchored plan's, or a conv2d GEMM's im2col
       FERRY_TRY(load(k->plan.anchorSource, k->plan.anchorBlocks, k->plan.anchorThreads,
                      k->plan.anchorBlockSync, k->anchor));
     const bool fused = step.body != nullptr;
@@ -204,6 +204,9 @@ class EmulatedCuda final : public DeviceRuntime {
     const cuda::LaunchSequence seq =
         cuda::launchSequence(k.name, k.plan, k.anchorOperands,
                              k.name == cuda::kGemmPlanName ? &k.shape : nullptr, dtypeSize(k.dtype), args);
+    if (!seq.prologue.in.empty() &&
+        k.anchor.lib->run(k.anchor.index, seq.prologue.out, seq.prologue.scratch, seq.prologue.in) != 0)
+      return makeError("runtime", "the im2col of " + k.what + " failed", k.loc);
     for (const cuda::GemmCall &c : seq.gemms) gemm(k, c);
     if (seq.zeroBytes > 0) std::memset(seq.zeroFill, 0, seq.zeroBytes);
     for (const cuda::KernelCall &c : seq.kernels) {
@@ -249,7 +252,7 @@ struct Scenario {
 };
 
 struct Counts {
-  int compiled = 0, rejected = 0, compared = 0, onGpu = 0, twoGpus = 0, gemms = 0, anchored = 0,
+  int compiled = 0, rejected = 0, compared = 0, onGpu = 0, twoGpus = 0, gemms = 0, convGemms = 0, anchored = 0,
       fusedOnGpu = 0, bothFailed = 0, failures = 0;
 };
 
@@ -317,6 +320,10 @@ Counts runScenario(const Scenario &sc) {
       const bool cudaStep = st.plan.kernel.starts_with("cuda.");
       gpu |= cudaStep;
       c.gemms += st.plan.kernel == cuda::kGemmPlanName;
+      if (st.plan.kernel == cuda::kGemmPlanName) {
+        Expected<cuda::CudaPlan> plan = cuda::CudaPlan::decode(st.plan.payload);
+        c.convGemms += plan && plan->gemmColOffset >= 0;
+      }
       c.anchored += st.plan.kernel == cuda::kAnchoredPlanName;
       c.fusedOnGpu += cudaStep && !st.body.empty();
     }
@@ -364,10 +371,10 @@ Counts runScenario(const Scenario &sc) {
     ++c.compared;
   }
   std::printf("%d graphs compiled (%d rejected), %d ran on a GPU in part (%d on both cuda:0 and "
-              "cuda:1), %d compared, %d failed in both; %d cuBLASLt GEMM steps, %d anchored steps, "
+              "cuda:1), %d compared, %d failed in both; %d cuBLASLt GEMM steps (%d of them conv2d), %d anchored steps, "
               "%d fused steps on a GPU\n",
               c.compiled, c.rejected, c.onGpu, c.twoGpus, c.compared, c.bothFailed, c.gemms,
-              c.anchored, c.fusedOnGpu);
+              c.convGemms, c.anchored, c.fusedOnGpu);
   return c;
 }
 
@@ -419,7 +426,33 @@ TEST(EmulatedCuda, FusedGroupsOnAGpuRunAsTheReferenceDoes) {
   EXPECT_GE(c.compared, 150);
   EXPECT_GE(c.fusedOnGpu, 100);
   EXPECT_GE(c.gemms, 20);
-  EXPECT_GE(c.anchored, 5);
+  EXPECT_GE(c.convGemms + c.anchored, 5);
+}
+
+// Convolutions on cuda:0, alone and anchoring groups, in f32, f16 and bf16: those of one group
+// run as im2col and a cuBLASLt GEMM (with the bias and a relu or gelu in its epilogue, and the
+// tail reading its [N, Ho*Wo, O] output as NCHW), grouped ones as the direct kernel.
+TEST(EmulatedCuda, ConvolutionsOnAGpuRunAsTheReferenceDoes) {
+  const std::vector<OpKind> ops{OpKind::Conv2d, OpKind::Conv2d, OpKind::Conv2d, OpKind::Relu,
+                                OpKind::Gelu,   OpKind::Add,    OpKind::Mul,    OpKind::Tanh,
+                                OpKind::Cast,   OpKind::MaxPool2d};
+  const Counts c = runScenario(
+      {.seedBase = 9110001,
+       .graphs = 200,
+       .devices = {Device::cuda(0)},
+       .generator = [&](int, testutil::RandomGraphOptions &gen) {
+         gen.ops = ops;
+         gen.maxNodes = 8;
+       },
+       .options = [](int seed, CompileOptions &o) {
+         o.dtype = seed % 3 == 0   ? DTypePolicy{DTypePolicy::Kind::Autocast, DType::F16}
+                   : seed % 3 == 1 ? DTypePolicy{DTypePolicy::Kind::Autocast, DType::BF16}
+                                   : DTypePolicy{DTypePolicy::Kind::Promote, DType::F16};
+       }});
+  EXPECT_EQ(c.failures, 0);
+  EXPECT_GE(c.compared, 100);
+  EXPECT_GE(c.convGemms, 25);
+  EXPECT_GE(c.anchored, 1);
 }
 
 }  // namespace

@@ -7,7 +7,10 @@
 // attributes printed as constants:
 //   - conv2d, NCHW, weight [O, C/groups, kH, kW], optional bias [O]: the bias, then the direct
 //     sum over the C/groups x kH x kW window of the output channel's group; a tap in the padding
-//     reads zero (it is skipped). The fallback until a tensor-core path exists.
+//     reads zero (it is skipped). For grouped and f64 convolutions, and those whose im2col
+//     matrix would be too large; the others are a GEMM (below, and cuda_target.cpp).
+//   - im2col, for a conv2d that cuBLASLt computes as a GEMM: the matrix [N, Ho*Wo, C*kH*kW] of
+//     the input taps each output pixel reads (zero in the padding), in x's dtype.
 //   - max_pool2d: the largest element of the (dilated) window, padding skipped, -inf over none;
 //     a NaN wins and stays; the winner is stored back unchanged.
 //   - avg_pool2d, as PyTorch: the window clipped to the padded input gives the divisor with
@@ -225,7 +228,16 @@ Expected<KernelSource> globalAvgPool(const StepSpec &step) {
 
 }  // namespace
 
-Expected<KernelSource> conv2dKernel(const StepSpec &step) {
+namespace {
+
+// A conv2d step's sizes, checked against its contract.
+struct ConvGeometry {
+  int64_t N = 0, C = 0, H = 0, W = 0, O = 0, Cg = 0, groups = 1, Ho = 0, Wo = 0;
+  bool bias = false;
+  Window w;
+};
+
+Expected<ConvGeometry> convGeometry(const StepSpec &step) {
   if (step.op.kind != OpKind::Conv2d) return contractError(step, "not a conv2d");
   if (step.operands.size() != 2 && step.operands.size() != 3)
     return contractError(step, "expected x, weight and an optional bias");
@@ -233,32 +245,43 @@ Expected<KernelSource> conv2dKernel(const StepSpec &step) {
   const TensorType &x = step.operands[0], &wt = step.operands[1];
   if (x.rank() != 4 || wt.rank() != 4)
     return contractError(step, "x " + x.str() + " and weight " + wt.str() + ", expected 4-D");
-  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
-  const int64_t O = wt.shape[0], Cg = wt.shape[1];
-  const int64_t groups = attrInt(step.op, step.attrs, "groups");
-  if (groups < 1 || C % groups != 0 || O % groups != 0 || Cg != C / groups)
+  ConvGeometry g;
+  g.N = x.shape[0], g.C = x.shape[1], g.H = x.shape[2], g.W = x.shape[3];
+  g.O = wt.shape[0], g.Cg = wt.shape[1];
+  g.groups = attrInt(step.op, step.attrs, "groups");
+  if (g.groups < 1 || g.C % g.groups != 0 || g.O % g.groups != 0 || g.Cg != g.C / g.groups)
     return contractError(step, "x " + x.str() + " and weight " + wt.str() + " in " +
-                                   std::to_string(groups) + " groups");
-  const bool bias = step.operands.size() == 3;
-  if (bias && step.operands[2].numel() != O)
+                                   std::to_string(g.groups) + " groups");
+  g.bias = step.operands.size() == 3;
+  if (g.bias && step.operands[2].numel() != g.O)
     return contractError(step, "bias " + step.operands[2].str() + " for weight " + wt.str());
   Expected<Window> win = windowOf(step, wt.shape[2], wt.shape[3]);
   if (!win) return win.status();
-  const Window &w = *win;
-  const int64_t Ho = windowCount(H, w.kh, w.sh, w.dh, w.pt, w.pb, false);
-  const int64_t Wo = windowCount(W, w.kw, w.sw, w.dw, w.pl, w.pr, false);
-  if (step.result.shape != Shape{N, O, Ho, Wo})
+  g.w = *win;
+  g.Ho = windowCount(g.H, g.w.kh, g.w.sh, g.w.dh, g.w.pt, g.w.pb, false);
+  g.Wo = windowCount(g.W, g.w.kw, g.w.sw, g.w.dw, g.w.pl, g.w.pr, false);
+  if (step.result.shape != Shape{g.N, g.O, g.Ho, g.Wo})
     return contractError(step, "result " + step.result.str() + " for " + x.str() + " and weight " +
                                    wt.str());
+  return g;
+}
+
+}  // namespace
+
+Expected<KernelSource> conv2dKernel(const StepSpec &step) {
+  Expected<ConvGeometry> geometry = convGeometry(step);
+  if (!geometry) return geometry.status();
+  const ConvGeometry &g = *geometry;
+  const Window &w = g.w;
   const int64_t n = step.result.numel();
   if (n == 0) return emptyKernel(step.operands.size());
 
-  const DType t = x.dtype;
+  const DType t = step.result.dtype;
   const std::string ct = computeType(t), st = storageType(t), sfx = dtypeSuffix(t);
   std::string s = prelude() + kernelSignature(step.operands.size());
-  s += bias ? pointers(t, {"x", "wt", "b"}) : pointers(t, {"x", "wt"});
-  s += constants({{"C", C}, {"H", H}, {"W", W}, {"O", O}, {"Og", O / groups}, {"Cg", Cg}});
-  s += constants({{"Ho", Ho}, {"Wo", Wo}, {"kH", w.kh}, {"kW", w.kw}});
+  s += g.bias ? pointers(t, {"x", "wt", "b"}) : pointers(t, {"x", "wt"});
+  s += constants({{"C", g.C}, {"H", g.H}, {"W", g.W}, {"O", g.O}, {"Og", g.O / g.groups}, {"Cg", g.Cg}});
+  s += constants({{"Ho", g.Ho}, {"Wo", g.Wo}, {"kH", w.kh}, {"kW", w.kw}});
   s += constants(
       {{"sh", w.sh}, {"sw", w.sw}, {"dh", w.dh}, {"dw", w.dw}, {"pt", w.pt}, {"pl", w.pl}});
   // The plane p is (image, output channel); the channel's group reads x's channels from
@@ -268,7 +291,7 @@ Expected<KernelSource> conv2dKernel(const StepSpec &step) {
   s += "    const " + st + " *xg = x + (p / O * C + c0) * (H * W);\n";
   s += "    const " + st + " *wo = wt + o * (Cg * kH * kW);\n";
   s += "    const ferry_i64 h0 = oh * sh - pt, w0 = ow * sw - pl;\n";
-  s += "    " + ct + " acc = " + (bias ? "ferry_ld_" + sfx + "(b[o])" : "(" + ct + ")0") + ";\n";
+  s += "    " + ct + " acc = " + (g.bias ? "ferry_ld_" + sfx + "(b[o])" : "(" + ct + ")0") + ";\n";
   s += "    for (ferry_i64 c = 0; c < Cg; ++c) {\n";
   s += "      for (ferry_i64 i = 0; i < kH; ++i) {\n";
   s += "        const ferry_i64 ih = h0 + i * dh;\n";
@@ -281,6 +304,31 @@ Expected<KernelSource> conv2dKernel(const StepSpec &step) {
   s += "        }\n      }\n    }\n";
   s += "    y[e] = ferry_st_" + sfx + "(acc);\n  }\n}\n";
   return gridKernel(std::move(s), step.operands.size(), n);
+}
+
+Expected<KernelSource> im2colKernel(const StepSpec &step) {
+  Expected<ConvGeometry> geometry = convGeometry(step);
+  if (!geometry) return geometry.status();
+  const ConvGeometry &g = *geometry;
+  if (g.groups != 1) return contractError(step, "im2col of a grouped conv2d");
+  const Window &w = g.w;
+  const int64_t K = g.C * w.kh * w.kw, n = g.N * g.Ho * g.Wo * K;
+  if (n == 0) return emptyKernel(1);
+  const std::string st = storageType(step.result.dtype);
+  std::string s = prelude() + kernelSignature(1);
+  s += "  const " + st + " *x = (const " + st + " *)in0;\n  " + st + " *y = (" + st + " *)out;\n";
+  s += constants({{"C", g.C}, {"H", g.H}, {"W", g.W}, {"Ho", g.Ho}, {"Wo", g.Wo}, {"K", K}});
+  s += constants({{"kH", w.kh}, {"kW", w.kw}, {"sh", w.sh}, {"sw", w.sw}, {"dh", w.dh},
+                  {"dw", w.dw}, {"pt", w.pt}, {"pl", w.pl}});
+  // Element e is tap k of output pixel q (image, oh, ow); taps in the padding are zero.
+  s += "  for (ferry_i64 e = FERRY_TID; e < " + ll(n) + "; e += FERRY_STRIDE) {\n";
+  s += "    const ferry_i64 k = e % K, q = e / K, ow = q % Wo, oh = q / Wo % Ho, img = q / (Wo * Ho);\n";
+  s += "    const ferry_i64 c = k / (kH * kW), ih = oh * sh - pt + k / kW % kH * dh,\n";
+  s += "                    iw = ow * sw - pl + k % kW * dw;\n";
+  s += "    y[e] = ih < 0 || ih >= H || iw < 0 || iw >= W ? (" + st +
+       ")0 : x[((img * C + c) * H + ih) * W + iw];\n";
+  s += "  }\n}\n";
+  return gridKernel(std::move(s), 1, n);
 }
 
 Expected<KernelSource> poolKernel(const StepSpec &step) {

@@ -146,7 +146,8 @@ std::vector<int64_t> broadcastStrides(const Shape &shape, size_t rank) {
 
 }  // namespace
 
-Expected<KernelSource> elementwiseKernel(const StepSpec &step, size_t computedBefore) {
+Expected<KernelSource> elementwiseKernel(const StepSpec &step, size_t computedBefore,
+                                         std::span<const int64_t> anchorStrides) {
   // The micro-ops to print: the body (without its anchor), or the step's one op.
   FusedBody single;
   const FusedBody *body = step.body;
@@ -196,10 +197,18 @@ Expected<KernelSource> elementwiseKernel(const StepSpec &step, size_t computedBe
 
   // The result's dims, without 1s, coalesced where every broadcast input allows it.
   const size_t rank = result.shape.size();
+  if (!anchorStrides.empty()) {  // the GEMM's output, read at the strides given
+    if (!anchorOutput || anchorStrides.size() != rank ||
+        inputs[anchorInput].type.shape != result.shape)
+      return contractError(step, "anchor strides for another shape than the result's");
+    inputs[anchorInput].access = Access::Broadcast;
+  }
   std::vector<std::vector<int64_t>> strides;  // per input, per dim
   for (const Input &in : inputs)  // an unused input (a GEMM's weight) may have a higher rank
     strides.push_back(in.access == Access::Broadcast ? broadcastStrides(in.type.shape, rank)
                                                      : std::vector<int64_t>(rank, 0));
+  if (!anchorStrides.empty())
+    strides[anchorInput].assign(anchorStrides.begin(), anchorStrides.end());
   std::vector<int64_t> dims;
   std::vector<std::vector<int64_t>> coalesced(inputs.size());
   for (size_t d = 0; d < rank; ++d) {

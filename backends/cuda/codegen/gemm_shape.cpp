@@ -68,6 +68,22 @@ Expected<GemmShape> gemmShape(OpKind op, std::span<const TensorType> operands,
         g.calls.push_back({offW, offX, b * matD});
       }
     }
+  } else if (op == OpKind::Conv2d) {
+    // One group: per image, out[O, P] = W[O, C*kH*kW] col[C*kH*kW, P] with P = Ho*Wo, computed
+    // transposed, so that the bias epilogue adds per output channel (cuBLASLt's rows): D = O x P
+    // column-major is [P, O] row-major. B is the im2col matrix [P, C*kH*kW] (conv_pool.cpp).
+    if (x.size() != 4 || w.size() != 4 || result.shape.size() != 4)
+      return bad(op, "x, weight or result not 4-D");
+    g.m = w[0];
+    g.k = w[1] * w[2] * w[3];
+    g.n = result.shape[2] * result.shape[3];
+    g.transposeA = true;
+    g.lda = g.k;
+    if (result.shape[0] > 1) {
+      g.batch = result.shape[0];
+      g.strideB = g.n * g.k;
+      g.strideD = g.n * g.m;
+    }
   } else {
     return bad(op, "not a GEMM cuBLASLt runs");
   }

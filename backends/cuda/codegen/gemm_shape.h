@@ -33,7 +33,9 @@ struct GemmShape {
   std::vector<std::array<int64_t, 3>> calls;
 };
 
-/// The GEMM of `op` (matmul or linear) on `operands` (x, weight[, bias]) giving `result`.
+/// The GEMM of `op` (matmul, linear, or a conv2d of one group whose B is its im2col matrix) on
+/// `operands` (x, weight[, bias]) giving `result` (for a conv2d: [N, Ho*Wo, O], stored in the
+/// result's NCHW shape).
 Expected<GemmShape> gemmShape(OpKind op, std::span<const TensorType> operands,
                               const TensorType &result);
 

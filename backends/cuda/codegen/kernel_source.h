@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "backends/target.h"
@@ -62,7 +63,14 @@ const char *dtypeSuffix(DType t);
 /// One pass over the result,
 /// grid-stride, four elements per thread with vector loads and stores of the operands that are
 /// dense; broadcast operands are indexed from the result's index with constant strides.
-Expected<KernelSource> elementwiseKernel(const StepSpec &step, size_t computedBefore = 0);
+/// With `anchorStrides` (one per result dim), the GEMM's output is read at those element
+/// strides instead of densely: a conv2d's GEMM writes [N, Ho*Wo, O], read as NCHW.
+Expected<KernelSource> elementwiseKernel(const StepSpec &step, size_t computedBefore = 0,
+                                         std::span<const int64_t> anchorStrides = {});
+
+/// The im2col matrix of a conv2d step with one group (conv_pool.cpp): [N, Ho*Wo, C*kH*kW] in
+/// x's dtype, row q the taps output pixel q reads, zero in the padding; its one `in` is x.
+Expected<KernelSource> im2colKernel(const StepSpec &step);
 
 /// A step's kernel, printed by this folder: elementwise ops and fused groups (elementwiseKernel),
 /// sum/mean/max, softmax/log_softmax, layer_norm, the copies of the movement and view ops,

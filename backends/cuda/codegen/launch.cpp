@@ -22,6 +22,11 @@ LaunchSequence launchSequence(std::string_view kernel, const CudaPlan &plan,
     const GemmShape &g = *shape;
     const std::byte *x = operand(anchorOperands[0]), *w = operand(anchorOperands[1]);
     const std::byte *bias = anchorOperands.size() > 2 ? operand(anchorOperands[2]) : nullptr;
+    if (plan.gemmColOffset >= 0) {  // a conv2d: its im2col in scratch is the GEMM's B
+      std::byte *col = args.scratch + plan.gemmColOffset;
+      seq.prologue = {true, col, args.scratch, {x}};
+      x = col;
+    }
     const auto bytes = static_cast<int64_t>(elementSize);
     if (g.m > 0 && g.n > 0 && g.k == 0) {
       const int64_t matrices = std::max<int64_t>(g.batch, static_cast<int64_t>(g.calls.size()));

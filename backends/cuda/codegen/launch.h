@@ -33,6 +33,8 @@ struct KernelCall {
 };
 
 struct LaunchSequence {
+  /// A conv2d's im2col kernel (the plan's anchor kernel), before the GEMMs; empty `in` if none.
+  KernelCall prologue;
   std::vector<GemmCall> gemms;
   std::byte *zeroFill = nullptr;  ///< an empty GEMM's output (k = 0): zeroBytes of zeros
   size_t zeroBytes = 0;

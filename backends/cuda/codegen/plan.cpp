@@ -37,7 +37,9 @@ std::string CudaPlan::encode() const {
        "\nsource_hash " + std::to_string(sourceHash) + "\nepilogue " + epilogueName(epilogue) +
        "\ngemm_micro_ops " + std::to_string(gemmMicroOps) + "\ngemm_output_offset " +
        std::to_string(gemmOutputOffset) + "\ngemm_workspace_bytes " +
-       std::to_string(gemmWorkspaceBytes) + "\nanchor_blocks " + std::to_string(anchorBlocks) +
+       std::to_string(gemmWorkspaceBytes) + "\n" +
+       (gemmColOffset >= 0 ? "gemm_col_offset " + std::to_string(gemmColOffset) + "\n" : "") +
+       "anchor_blocks " + std::to_string(anchorBlocks) +
        "\nanchor_threads " + std::to_string(anchorThreads) + "\nanchor_block_sync " +
        (anchorBlockSync ? "1" : "0") + "\n";
   for (const auto &[key, text] : {std::pair{"anchor_source", &anchorSource}, std::pair{"anchor_ptx", &anchorPtx},
@@ -110,6 +112,8 @@ Expected<CudaPlan> CudaPlan::decode(const std::string &payload) {
   FERRY_TRY(field("gemm_micro_ops", 0, 1 << 20, p.gemmMicroOps));
   FERRY_TRY(field("gemm_output_offset", -1, int64_t{1} << 50, p.gemmOutputOffset));
   FERRY_TRY(field("gemm_workspace_bytes", 0, int64_t{1} << 40, p.gemmWorkspaceBytes));
+  if (rest.starts_with("gemm_col_offset "))  // only in a conv2d's GEMM
+    FERRY_TRY(field("gemm_col_offset", 0, int64_t{1} << 50, p.gemmColOffset));
   int64_t anchorSync = 0;
   FERRY_TRY(field("anchor_blocks", 1, int64_t{1} << 31, p.anchorBlocks));
   FERRY_TRY(field("anchor_threads", 1, 1024, p.anchorThreads));

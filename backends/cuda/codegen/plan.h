@@ -3,8 +3,10 @@
 //
 // Three kinds of plan exist: "cuda.kernel", one generated kernel (kernel_source.h); "cuda.gemm",
 // a cuBLASLt matmul with an optional epilogue, followed by an optional generated kernel for the
-// rest of the fused group (its tail); "cuda.anchored", a fused group whose anchor has a
-// generated kernel of its own (conv2d), followed by the tail's. Shapes, strides and cuBLASLt's layouts are not saved: the
+// rest of the fused group (its tail) — for a conv2d, the GEMM is preceded by the anchor kernel,
+// its im2col, and the tail reads the GEMM's [N, Ho*Wo, O] output as NCHW; "cuda.anchored", a
+// fused group whose anchor has a generated kernel of its own (a direct conv2d), followed by the
+// tail's. Shapes, strides and cuBLASLt's layouts are not saved: the
 // device runtime derives them from the step's types when it prepares the kernel. What is saved is
 // what lowering decided and what needs the toolkit's compiler: launch sizes, the epilogue, and
 // the PTX that NVRTC made from the source (kept beside it, with its hash, for dumps and errors).
@@ -53,8 +55,11 @@ struct CudaPlan {
   int64_t gemmOutputOffset = -1;
   /// cuBLASLt's workspace: scratch bytes at offset 0.
   uint64_t gemmWorkspaceBytes = 0;
-  // cuda.anchored only: the anchor's generated kernel, whose `in` pointers are the anchor
-  // micro-op's operands.
+  /// A conv2d's GEMM: where in scratch the anchor kernel writes the im2col matrix that is the
+  /// GEMM's B (saved only then; -1 for the other GEMMs, whose B is the step's x).
+  int64_t gemmColOffset = -1;
+  // cuda.anchored, and a conv2d's cuda.gemm: the anchor's generated kernel (a direct conv2d, or
+  // the im2col), whose `in` pointers are the anchor micro-op's operands (the im2col's: x).
   int64_t anchorBlocks = 1;
   int32_t anchorThreads = 256;
   bool anchorBlockSync = false;

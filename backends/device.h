@@ -11,6 +11,8 @@
 //   optional   allocateHost/releaseHost (pinned staging memory; default: aligned host memory),
 //              uploadReadsHostOnIssue (an upload is done with its host bytes on return),
 //              createCopyStream (a second stream per device for transfers; default: none),
+//              registerHost/unregisterHost (host memory copied to and from faster; default:
+//              cannot),
 //              hostAccessible (its memory is plain host memory; default false), borrowHost
 //              (host memory used in place: a weight, a run's input or output, without a copy;
 //              default: cannot), owns (for
@@ -102,6 +104,14 @@ class DeviceRuntime {
   /// Whether [data, data + bytes) lies in one live allocation on `device`; checked runs
   /// (Session::Options::checkPlan) use it. Default: true (this runtime cannot tell).
   virtual bool owns(Device, const std::byte *, size_t) const { return true; }
+
+  /// Makes the host memory [host, host + bytes) faster to copy to and from this runtime's
+  /// devices until unregisterHost(host): CUDA page-locks it (cudaHostRegister), so that its
+  /// copies are DMA that runs while the host goes on, not staged through other pinned memory. The
+  /// Session registers the CPU's workspaces with the runtimes its transfers cross to. False when
+  /// the runtime cannot (the default), and the copies take their usual path.
+  virtual bool registerHost(std::byte * /*host*/, size_t /*bytes*/) { return false; }
+  virtual void unregisterHost(std::byte * /*host*/) {}
 
   // Copies, each of `bytes` bytes. With a null stream they are finished on return; on a stream
   // they may still be running until the stream is synchronized (the source must stay valid).

@@ -128,6 +128,8 @@ struct Session::State {
     std::vector<std::byte *> base;
     std::vector<Stream> streams;
     std::vector<Stream> copyStreams;  // per entry of exe.workspaces; null handle: none
+    // Host workspaces registered with a runtime (DeviceRuntime::registerHost), to unregister.
+    std::vector<std::pair<DeviceRuntime *, std::byte *>> registered;
     std::vector<InFlight> inFlight;   // room for kMaxInFlight, reserved when made
     std::vector<const std::byte *> operands;
     std::vector<std::byte *> results, scratch;
@@ -158,6 +160,7 @@ struct Session::State {
   }
 
   void releaseWorkspace(Workspace &ws) const {
+    for (const auto &[rt, host] : ws.registered) rt->unregisterHost(host);
     for (size_t i = 0; i < ws.streams.size(); ++i)
       runtime(exe.workspaces[i].device).destroyStream(ws.streams[i]);
     for (size_t i = 0; i < ws.copyStreams.size(); ++i)
@@ -189,6 +192,7 @@ struct Session::State {
   }
 
   Expected<Workspace *> acquire() const;
+  void registerHostWorkspaces(Workspace &ws) const;
   Status makeTables(Workspace &ws) const;
   Status checkOwned(const Step &step, const std::string &which,
                     std::span<const std::byte *const> operands, const std::byte *result) const;
@@ -249,6 +253,7 @@ Expected<Session::State::Workspace *> Session::State::acquire() const {
       if (!p) return p.status();
       ws->base.push_back(*p);
     }
+    registerHostWorkspaces(*ws);
     for (const ferry::Workspace &w : exe.workspaces) {
       Expected<Stream> stream = runtime(w.device).createStream(w.device);
       if (!stream) return stream.status();
@@ -273,6 +278,27 @@ Expected<Session::State::Workspace *> Session::State::acquire() const {
     throw;
   }
   return made;
+}
+
+// The workspaces in host memory, registered with each runtime that a transfer step copies them
+// to or from (DeviceRuntime::registerHost), so that those copies run while the host goes on.
+void Session::State::registerHostWorkspaces(Workspace &ws) const {
+  std::vector<std::pair<Device, DeviceRuntime *>> crossings;  // host device, the other side
+  for (const Step &step : exe.steps) {
+    if (step.op != OpKind::Transfer) continue;
+    const Device from = exe.slots[static_cast<size_t>(step.operands[0])].device;
+    const Device to = exe.slots[static_cast<size_t>(step.result)].device;
+    DeviceRuntime &a = runtime(from), &b = runtime(to);
+    if (&a == &b || a.hostAccessible() == b.hostAccessible()) continue;
+    const auto crossing = a.hostAccessible() ? std::pair{from, &b} : std::pair{to, &a};
+    if (std::find(crossings.begin(), crossings.end(), crossing) == crossings.end())
+      crossings.push_back(crossing);
+  }
+  for (size_t i = 0; i < exe.workspaces.size(); ++i)
+    for (const auto &[host, rt] : crossings)
+      if (exe.workspaces[i].device == host && exe.workspaces[i].bytes > 0 &&
+          rt->registerHost(ws.base[i], exe.workspaces[i].bytes))
+        ws.registered.emplace_back(rt, ws.base[i]);
 }
 
 // Every step's pointers in this workspace, once; with checkPlan, each is checked to lie in its

@@ -163,6 +163,12 @@ class CudaDevice final : public DeviceRuntime {
     return static_cast<std::byte *>(p);
   }
   void releaseHost(std::byte *data) override { cudaFreeHost(data); }
+  bool registerHost(std::byte *host, size_t bytes) override {
+    if (cudaHostRegister(host, bytes, cudaHostRegisterPortable) == cudaSuccess) return true;
+    cudaGetLastError();  // not sticky: the copies take the staged path
+    return false;
+  }
+  void unregisterHost(std::byte *host) override { cudaHostUnregister(host); }
 
   Status copy(Device from, const std::byte *source, Device to, std::byte *destination, size_t bytes,
               Stream stream) override {

@@ -3,6 +3,7 @@
 // run the CPU kernels, optionally with queued streams that run work only when it is waited for.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -53,7 +54,8 @@ class HostedDevice final : public DeviceRuntime {
   Status upload(const std::byte *host, Device to, std::byte *destination, size_t bytes,
                 Stream s) override {
     ++uploads;
-    if (readsHostOnIssue) {  // as a GPU's staged upload: the bytes are taken now, copied later
+    if (registered(host)) ++uploadsFromRegistered;
+    if (uploadReadsHostOnIssue(host)) {  // as a GPU's staged upload: the bytes are taken now, copied later
       auto taken = std::make_shared<std::vector<std::byte>>(host, host + bytes);
       return issue(s, [=, this] {
         return inner_.upload(taken->data(), inner(to), destination, bytes, Stream{});
@@ -61,7 +63,22 @@ class HostedDevice final : public DeviceRuntime {
     }
     return issue(s, [=, this] { return inner_.upload(host, inner(to), destination, bytes, Stream{}); });
   }
-  bool uploadReadsHostOnIssue(const std::byte *) const override { return readsHostOnIssue; }
+  bool uploadReadsHostOnIssue(const std::byte *host) const override {
+    return readsHostOnIssue && !registered(host);
+  }
+  bool registerHost(std::byte *host, size_t bytes) override {
+    if (!pinsHost) return false;
+    registered_.push_back({host, host + bytes});
+    ++registrations;
+    return true;
+  }
+  void unregisterHost(std::byte *host) override {
+    auto it = std::find_if(registered_.begin(), registered_.end(),
+                           [&](const auto &r) { return r.first == host; });
+    FERRY_CHECK(it != registered_.end()) << "unregisterHost of memory never registered";
+    registered_.erase(it);
+    --registrations;
+  }
   Status download(Device from, const std::byte *source, std::byte *host, size_t bytes,
                   Stream s) override {
     ++downloads;
@@ -131,6 +148,11 @@ class HostedDevice final : public DeviceRuntime {
   /// Whether upload() takes the host's bytes when issued (uploadReadsHostOnIssue), as the CUDA
   /// runtime's does, instead of when its queued copy runs.
   bool readsHostOnIssue = false;
+  /// Whether registerHost() takes host memory (as CUDA's page-locking): an upload from it reads
+  /// the host's bytes when its queued copy runs, not when issued, whatever readsHostOnIssue says.
+  bool pinsHost = false;
+  /// Host ranges registered now, over every runtime, and uploads from them so far.
+  static inline std::atomic<int> registrations = 0, uploadsFromRegistered = 0;
   /// Whether createCopyStream() gives a queue of its own (when queued), as the CUDA runtime's
   /// does; off, transfers run on the kernels' stream.
   bool copyStreams = false;
@@ -190,6 +212,13 @@ class HostedDevice final : public DeviceRuntime {
     return Device::cpu(d.index);
   }
 
+  bool registered(const std::byte *host) const {
+    for (const auto &[begin, end] : registered_)
+      if (host >= begin && host < end) return true;
+    return false;
+  }
+
+  std::vector<std::pair<const std::byte *, const std::byte *>> registered_;
   std::mutex launchedMutex_;
   DeviceKind kind_;
   bool hostAccessible_, queued_;
@@ -220,7 +249,8 @@ class HostedTarget final : public Target {
 
 // How a hosted runtime's streams behave (HostedDevice's fields of the same names).
 struct HostedStreams {
-  bool queued = false, readsHostOnIssue = false, copyStreams = false, eager = false;
+  bool queued = false, readsHostOnIssue = false, copyStreams = false, eager = false,
+       pinsHost = false;
 };
 
 inline BackendEntry hosted(DeviceKind kind, bool hostAccessible = false, HostedStreams streams = {}) {
@@ -231,6 +261,7 @@ inline BackendEntry hosted(DeviceKind kind, bool hostAccessible = false, HostedS
             d->readsHostOnIssue = streams.readsHostOnIssue;
             d->copyStreams = streams.copyStreams;
             d->eager = streams.eager;
+            d->pinsHost = streams.pinsHost;
             return std::unique_ptr<DeviceRuntime>(std::move(d));
           }};
 }

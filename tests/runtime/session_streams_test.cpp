@@ -23,12 +23,18 @@ namespace {
 
 // The ways a queued hosted runtime's streams are tested: without copy streams, and with them,
 // lazily and eagerly run.
-const HostedStreams kModes[] = {{.queued = true},
-                                {.queued = true, .copyStreams = true},
-                                {.queued = true, .copyStreams = true, .eager = true}};
+const HostedStreams kModes[] = {
+    {.queued = true},
+    {.queued = true, .copyStreams = true},
+    {.queued = true, .copyStreams = true, .eager = true},
+    {.queued = true, .readsHostOnIssue = true, .copyStreams = true, .pinsHost = true},
+    {.queued = true, .readsHostOnIssue = true, .copyStreams = true, .eager = true, .pinsHost = true}};
 
 std::string modeName(const HostedStreams &m) {
-  return !m.copyStreams ? "no copy streams" : m.eager ? "copy streams, eager" : "copy streams, lazy";
+  return std::string(!m.copyStreams ? "no copy streams"
+                     : m.eager      ? "copy streams, eager"
+                                    : "copy streams, lazy") +
+         (m.pinsHost ? ", host workspaces registered" : "");
 }
 
 // Runs `text` with cpu and a queued hosted cuda runtime of two devices, twice (the second run
@@ -216,12 +222,14 @@ TEST(SessionStreams, ARunThatFailsLeavesNoWorkInFlight) {
 // value to the next while a copy may still be reading or writing it.
 TEST(SessionStreams, RandomGraphsWithCopyStreamsRunAsTheReferenceDoes) {
   constexpr int kGraphs = 1000;
-  for (bool eager : {false, true}) {
-    SCOPED_TRACE(eager ? "eager" : "lazy");
+  for (int mode = 1; mode < 5; ++mode) {
+    const HostedStreams streams = kModes[mode];
+    const bool eager = streams.eager;
+    SCOPED_TRACE(modeName(streams));
+    const int registrations = HostedDevice::registrations;
+    const int fromRegistered = HostedDevice::uploadsFromRegistered;
     const std::vector<BackendEntry> registry{
-        builtinBackends().front(),
-        hosted(DeviceKind::Cuda, /*hostAccessible=*/false,
-               {.queued = true, .readsHostOnIssue = eager, .copyStreams = true, .eager = eager})};
+        builtinBackends().front(), hosted(DeviceKind::Cuda, /*hostAccessible=*/false, streams)};
     int compared = 0, withTransfers = 0, failures = 0;
     const int copyStreamWork = HostedDevice::copyStreamWork;
     for (int seed = 0; seed < kGraphs && failures < 3; ++seed) {
@@ -285,9 +293,15 @@ TEST(SessionStreams, RandomGraphsWithCopyStreamsRunAsTheReferenceDoes) {
       withTransfers += transfers;
     }
     const int onCopyStreams = HostedDevice::copyStreamWork - copyStreamWork;
-    std::printf("copy streams, %s: %d graphs compared, %d with transfers per run, %d items of "
-                "work on copy streams\n",
-                eager ? "eager" : "lazy", compared, withTransfers, onCopyStreams);
+    std::printf("%s: %d graphs compared, %d with transfers per run, %d items of work on copy "
+                "streams\n",
+                modeName(streams).c_str(), compared, withTransfers, onCopyStreams);
+    (void)eager;
+    EXPECT_EQ(HostedDevice::registrations, registrations);  // every session unregistered
+    // With registration, the transfers read the CPU's workspace late, as DMA does.
+    if (streams.pinsHost) {
+      EXPECT_GE(HostedDevice::uploadsFromRegistered - fromRegistered, 100);
+    }
     EXPECT_EQ(failures, 0);
     EXPECT_GE(compared, kGraphs / 2);
     EXPECT_GE(withTransfers, compared / 4);

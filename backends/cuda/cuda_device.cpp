@@ -1,9 +1,9 @@
 // backends/cuda/cuda_device.cpp — the CUDA device runtime (cuda_device.h).
 //
 // Written against the CUDA runtime API only (cudart, linked statically: no libcuda at link
-// time): PTX is loaded with cudaLibraryLoadData, which is context-independent, and launched with
-// cudaLaunchKernel on the kernel handle. A null Stream means "finished on return"
-// (backends/device.h): the legacy default stream, synchronized.
+// time): a kernel's cubin or PTX is loaded with cudaLibraryLoadData, which is
+// context-independent, and launched with cudaLaunchKernel on the kernel handle. A null Stream
+// means "finished on return" (backends/device.h): the legacy default stream, synchronized.
 #include "backends/cuda/cuda_device.h"
 
 #include <cuda_runtime.h>
@@ -219,6 +219,7 @@ class CudaDevice final : public DeviceRuntime {
         plan.kernel != cuda::kAnchoredPlanName)
       return mismatch("is not a CUDA kernel (an executable compiled for another target?)");
     FERRY_TRY(check(step.device));
+    const auto [major, minor] = computeCapability(step.device.index);
     Expected<cuda::CudaPlan> decoded = cuda::CudaPlan::decode(plan.payload);
     if (!decoded) return mismatch("cannot be read: " + decoded.status().diagnostics().front().message);
     auto k = std::make_unique<CudaKernel>();
@@ -236,11 +237,9 @@ class CudaDevice final : public DeviceRuntime {
       if (static_cast<size_t>(k->plan.inputs) != expected)
         return mismatch("takes " + std::to_string(k->plan.inputs) + " inputs, the step has " +
                         std::to_string(expected));
-      FERRY_CUDA_TRY(cudaLibraryLoadData(&k->library, k->plan.ptx.c_str(), nullptr, nullptr, 0,
-                                         nullptr, nullptr, 0),
-                     "loading the PTX of " + k->what + " on " + step.device.str());
-      FERRY_CUDA_TRY(cudaLibraryGetKernel(&k->kernel, k->library, cuda::kKernelName),
-                     "finding the kernel of " + k->what);
+      FERRY_TRY(loadKernel(k->plan, false, major, minor, k->library, k->kernel,
+                           "the PTX of " + k->what + " on " + step.device.str(),
+                           "the kernel of " + k->what));
       const size_t slot = nextFlag_++ % kFlags;
       {
         std::lock_guard lock(flagMutex_);
@@ -260,16 +259,59 @@ class CudaDevice final : public DeviceRuntime {
             return mismatch("has an anchor that reads no operand of the step");
           k->gemmOperands.push_back(arg);
         }
-      FERRY_CUDA_TRY(cudaLibraryLoadData(&k->anchorLibrary, k->plan.anchorPtx.c_str(), nullptr,
-                                         nullptr, 0, nullptr, nullptr, 0),
-                     "loading the anchor's PTX of " + k->what + " on " + step.device.str());
-      FERRY_CUDA_TRY(cudaLibraryGetKernel(&k->anchorKernel, k->anchorLibrary, cuda::kKernelName),
-                     "finding the anchor kernel of " + k->what);
+      FERRY_TRY(loadKernel(k->plan, true, major, minor, k->anchorLibrary, k->anchorKernel,
+                           "the anchor's PTX of " + k->what + " on " + step.device.str(),
+                           "the anchor kernel of " + k->what));
     }
     if (k->gemm) FERRY_TRY(prepareGemm(*k, step));
     return std::unique_ptr<PreparedKernel>(std::move(k));
   }
 
+ private:
+  // GPU `index`'s compute capability (8, 0 on an A100), read once; 0, 0 when the runtime cannot
+  // say (then kernels load their PTX).
+  std::pair<int, int> computeCapability(int index) {
+    std::lock_guard lock(capabilityMutex_);
+    auto [it, added] = capabilities_.try_emplace(index, 0, 0);
+    auto &[major, minor] = it->second;
+    if (added &&
+        (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) != cudaSuccess ||
+         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index) != cudaSuccess)) {
+      cudaGetLastError();
+      it->second = {0, 0};
+    }
+    return it->second;
+  }
+
+  // Loads the plan's generated kernel (with `anchor`, the anchor's) into `library` and finds its
+  // entry: the cubin for this GPU's architecture when the plan has one (CudaPlan::imageFor), else,
+  // or when the driver refuses the cubin, the PTX, which the driver compiles.
+  static Status loadKernel(const cuda::CudaPlan &plan, bool anchor, int major, int minor,
+                           cudaLibrary_t &library, cudaKernel_t &kernel, const std::string &ptxWhat,
+                           const std::string &kernelWhat) {
+    const cuda::KernelImage image = plan.imageFor(major, minor, anchor);
+    if (image != cuda::KernelImage::Ptx) {
+      const cudaError_t e = cudaLibraryLoadData(&library, plan.image(image, anchor).data(), nullptr,
+                                                nullptr, 0, nullptr, nullptr, 0);
+      if (e == cudaSuccess &&
+          cudaLibraryGetKernel(&kernel, library, cuda::kKernelName) == cudaSuccess)
+        return Status();
+      if (e == cudaSuccess) cudaLibraryUnload(library);
+      cudaGetLastError();  // a refused image is not a sticky error: clear it, then the PTX
+      library = nullptr;
+    }
+    FERRY_CUDA_TRY(cudaLibraryLoadData(&library, plan.image(cuda::KernelImage::Ptx, anchor).c_str(),
+                                       nullptr, nullptr, 0, nullptr, nullptr, 0),
+                   "loading " + ptxWhat);
+    FERRY_CUDA_TRY(cudaLibraryGetKernel(&kernel, library, cuda::kKernelName),
+                   "finding " + kernelWhat);
+    return Status();
+  }
+
+  std::mutex capabilityMutex_;
+  std::map<int, std::pair<int, int>> capabilities_;
+
+ public:
   Status launch(const PreparedKernel &prepared, const KernelArgs &args, Stream stream) override {
     const auto &k = static_cast<const CudaKernel &>(prepared);
     cudaSetDevice(k.device.index);

@@ -1,6 +1,7 @@
 // backends/cuda/cuda_device.h — the CUDA device runtime (backends/device.h): memory from a
 // caching allocator per GPU, streams and events, copies with cudaMemcpyAsync (peer copies
-// between GPUs), generated kernels loaded from their PTX once per Session, cuBLASLt GEMMs.
+// between GPUs), generated kernels loaded once per Session from the cubin of the GPU's
+// architecture or from their PTX, cuBLASLt GEMMs.
 //
 // Made by the registry only when the CUDA runtime finds the GPUs asked for; an error with code
 // "device" otherwise ("cuda:1 does not exist: this machine has 1 GPU"). Index errors found by a

@@ -4,7 +4,8 @@
 // whose epilogue takes the linear's bias and a relu or tanh-gelu right after it, then, when the
 // group goes on, a generated kernel for the rest (reading the GEMM's output from scratch, or in
 // place when it has the result's type). Every other step is one generated kernel
-// (codegen/kernel_source.h). The plan carries the PTX (codegen/plan.h).
+// (codegen/kernel_source.h). The plan carries its PTX and, unless the target's options leave
+// them out, its cubins for sm_80 and sm_90 (codegen/plan.h).
 #include "backends/cuda/cuda_target.h"
 
 #include "backends/cuda/codegen/gemm_shape.h"
@@ -90,31 +91,33 @@ Expected<std::vector<TensorType>> anchorOperandTypes(const StepSpec &step) {
   return types;
 }
 
-// `kernel` compiled by NVRTC into the plan's main (or tail) kernel.
-Status compileInto(Expected<cuda::KernelSource> kernel, cuda::CudaPlan &plan) {
+// `kernel` compiled (with `cubins`, to cubins too) into the plan's main (or tail) kernel.
+Status compileInto(Expected<cuda::KernelSource> kernel, bool cubins, cuda::CudaPlan &plan) {
   if (!kernel) return kernel.status();
-  Expected<std::string> ptx = cuda::compileToPtx(*kernel);
-  if (!ptx) return ptx.status();
+  Expected<cuda::CompiledKernel> compiled = cuda::compileKernel(*kernel, cubins);
+  if (!compiled) return compiled.status();
   plan.blocks = kernel->blocks;
   plan.threads = kernel->threads;
   plan.inputs = kernel->inputs;
   plan.blockSync = kernel->blockSync;
   plan.sourceHash = kernel->hash();
   plan.source = std::move(kernel->source);
-  plan.ptx = std::move(*ptx);
+  plan.ptx = std::move(compiled->ptx);
+  plan.cubinSm80 = std::move(compiled->cubinSm80);
+  plan.cubinSm90 = std::move(compiled->cubinSm90);
   return Status();
 }
 
 // One generated kernel: the step's.
-Expected<KernelPlan> lowerKernel(const StepSpec &step) {
+Expected<KernelPlan> lowerKernel(const StepSpec &step, bool cubins) {
   cuda::CudaPlan plan;
-  FERRY_TRY(compileInto(cuda::stepKernel(step), plan));
+  FERRY_TRY(compileInto(cuda::stepKernel(step), cubins, plan));
   return KernelPlan{cuda::kKernelPlanName, 0, plan.encode()};
 }
 
 // A linear over no input features is its bias, broadcast: the anchor becomes a cast of the bias
 // to the anchor's type (a no-op the elementwise kernel broadcasts), and the group one kernel.
-Expected<KernelPlan> lowerEmptyLinear(const StepSpec &step, int32_t biasOperand) {
+Expected<KernelPlan> lowerEmptyLinear(const StepSpec &step, int32_t biasOperand, bool cubins) {
   FusedBody body;
   if (step.body) {
     body = *step.body;
@@ -128,7 +131,7 @@ Expected<KernelPlan> lowerEmptyLinear(const StepSpec &step, int32_t biasOperand)
   a = MicroOp{OpKind::Cast, Attrs{AttrValue{to}}, {biasOperand}, a.type, a.name, a.loc};
   const StepSpec spec{opInfo(OpKind::Cast), body[0].attrs, step.operands, step.result, step.device,
                       step.loc, &body};
-  return lowerKernel(spec);
+  return lowerKernel(spec, cubins);
 }
 
 // The GEMM's epilogue: the bias, and an activation right after the GEMM, of its type, that
@@ -152,7 +155,7 @@ void chooseEpilogue(const FusedBody *body, const TensorType &anchorType, bool bi
   }
 }
 
-Expected<KernelPlan> lowerGemm(const StepSpec &step) {
+Expected<KernelPlan> lowerGemm(const StepSpec &step, bool cubins) {
   cuda::CudaPlan plan;
   const bool fused = step.body != nullptr;
   const OpKind anchor = fused ? (*step.body)[0].op : step.op.kind;
@@ -166,7 +169,7 @@ Expected<KernelPlan> lowerGemm(const StepSpec &step) {
     Expected<cuda::GemmShape> shape = cuda::gemmShape(anchor, *types, anchorType);
     if (!shape) return shape.status();
     if (bias && shape->k == 0)  // no product for cuBLASLt's bias epilogue to add to
-      return lowerEmptyLinear(step, fused ? (*step.body)[0].args[2] : 2);
+      return lowerEmptyLinear(step, fused ? (*step.body)[0].args[2] : 2, cubins);
   }
   chooseEpilogue(step.body, anchorType, bias, plan);
   plan.gemmWorkspaceBytes = cuda::kGemmWorkspaceBytes;
@@ -178,9 +181,21 @@ Expected<KernelPlan> lowerGemm(const StepSpec &step) {
       plan.gemmOutputOffset = static_cast<int64_t>(scratch);
       scratch += align256(gemmOut.byteSize());
     }
-    FERRY_TRY(compileInto(cuda::elementwiseKernel(step, static_cast<size_t>(plan.gemmMicroOps)), plan));
+    FERRY_TRY(compileInto(cuda::elementwiseKernel(step, static_cast<size_t>(plan.gemmMicroOps)),
+                          cubins, plan));
   }
   return KernelPlan{cuda::kGemmPlanName, scratch, plan.encode()};
+}
+
+// The kernel just compiled into `plan` becomes its anchor kernel (the main one is compiled next).
+void moveToAnchor(cuda::CudaPlan &plan) {
+  plan.anchorBlocks = plan.blocks;
+  plan.anchorThreads = plan.threads;
+  plan.anchorBlockSync = plan.blockSync;
+  plan.anchorSource = std::move(plan.source);
+  plan.anchorPtx = std::move(plan.ptx);
+  plan.anchorCubinSm80 = std::move(plan.cubinSm80);
+  plan.anchorCubinSm90 = std::move(plan.cubinSm90);
 }
 
 // A conv2d as a GEMM on cuBLASLt (tensor cores for f16 and bf16): its im2col matrix written into
@@ -208,7 +223,7 @@ bool convAsGemm(const StepSpec &step) {
          w[1] * w[2] * w[3] > 0 && col <= kMaxIm2colBytes;
 }
 
-Expected<KernelPlan> lowerConvGemm(const StepSpec &step) {
+Expected<KernelPlan> lowerConvGemm(const StepSpec &step, bool cubins) {
   // The group's body, or the one conv2d's.
   FusedBody body;
   if (step.body) {
@@ -224,12 +239,8 @@ Expected<KernelPlan> lowerConvGemm(const StepSpec &step) {
   cuda::CudaPlan plan;
   // The im2col, moved into the anchor's fields; then the tail's.
   FERRY_TRY(compileInto(cuda::im2colKernel(StepSpec{opInfo(a.op), a.attrs, *operands, a.type, step.device, a.loc}),
-                        plan));
-  plan.anchorBlocks = plan.blocks;
-  plan.anchorThreads = plan.threads;
-  plan.anchorBlockSync = plan.blockSync;
-  plan.anchorSource = std::move(plan.source);
-  plan.anchorPtx = std::move(plan.ptx);
+                        cubins, plan));
+  moveToAnchor(plan);
   chooseEpilogue(&body, a.type, operands->size() == 3, plan);
   const MicroOp last = body[static_cast<size_t>(plan.gemmMicroOps) - 1];  // body may grow
   if (body.size() == static_cast<size_t>(plan.gemmMicroOps))  // nothing left: the copy to NCHW
@@ -239,7 +250,8 @@ Expected<KernelPlan> lowerConvGemm(const StepSpec &step) {
   const int64_t O = a.type.shape[1], P = a.type.shape[2] * a.type.shape[3];
   const int64_t strides[] = {P * O, 1, a.type.shape[3] * O, O};
   const StepSpec tail{step.op, step.attrs, step.operands, step.result, step.device, step.loc, &body};
-  FERRY_TRY(compileInto(cuda::elementwiseKernel(tail, static_cast<size_t>(plan.gemmMicroOps), strides), plan));
+  FERRY_TRY(compileInto(cuda::elementwiseKernel(tail, static_cast<size_t>(plan.gemmMicroOps), strides),
+                        cubins, plan));
   // Scratch: cuBLASLt's workspace, the im2col matrix, the GEMM's output.
   plan.gemmWorkspaceBytes = cuda::kGemmWorkspaceBytes;
   const Shape &w = (*operands)[1].shape;
@@ -252,20 +264,17 @@ Expected<KernelPlan> lowerConvGemm(const StepSpec &step) {
 
 // A fused group whose anchor has a generated kernel (conv2d): that kernel, writing scratch or
 // the result, then the tail's.
-Expected<KernelPlan> lowerAnchored(const StepSpec &step) {
+Expected<KernelPlan> lowerAnchored(const StepSpec &step, bool cubins) {
   const MicroOp &a = (*step.body)[0];
   Expected<std::vector<TensorType>> operands = anchorOperandTypes(step);
   if (!operands) return operands.status();
   // The anchor's kernel first, moved into the anchor's fields; then the tail's.
   cuda::CudaPlan plan;
-  FERRY_TRY(compileInto(cuda::stepKernel(StepSpec{opInfo(a.op), a.attrs, *operands, a.type, step.device, a.loc}),
-                        plan));
-  plan.anchorBlocks = plan.blocks;
-  plan.anchorThreads = plan.threads;
-  plan.anchorBlockSync = plan.blockSync;
-  plan.anchorSource = std::move(plan.source);
-  plan.anchorPtx = std::move(plan.ptx);
-  FERRY_TRY(compileInto(cuda::elementwiseKernel(step, 1), plan));
+  FERRY_TRY(compileInto(
+      cuda::stepKernel(StepSpec{opInfo(a.op), a.attrs, *operands, a.type, step.device, a.loc}),
+      cubins, plan));
+  moveToAnchor(plan);
+  FERRY_TRY(compileInto(cuda::elementwiseKernel(step, 1), cubins, plan));
   plan.gemmMicroOps = 1;
   uint64_t scratch = 0;
   if (a.type != step.result) {
@@ -289,16 +298,17 @@ Expected<KernelPlan> CudaTarget::lower(const StepSpec &step) const {
                               : step.op.is(OpTrait::GemmLike);
   if (gemm) {
     const OpKind anchor = step.body ? (*step.body)[0].op : step.op.kind;
-    if (anchor == OpKind::Matmul || anchor == OpKind::Linear) return lowerGemm(step);
-    if (convAsGemm(step)) return lowerConvGemm(step);
-    if (step.body) return lowerAnchored(step);
+    if (anchor == OpKind::Matmul || anchor == OpKind::Linear)
+      return lowerGemm(step, options_.cubins);
+    if (convAsGemm(step)) return lowerConvGemm(step, options_.cubins);
+    if (step.body) return lowerAnchored(step, options_.cubins);
     // A conv2d alone: its generated kernel, below.
   }
   if (!step.body && !cuda::hasKernel(step.op.kind, step.result.dtype) &&
       step.op.dtypeRule != DTypeRule::Compare)
     return contract(step, "no kernel computes it in " + std::string(dtypeName(step.result.dtype)) +
                               " (placement should have moved or rejected this node)");
-  return lowerKernel(step);
+  return lowerKernel(step, options_.cubins);
 }
 
 }  // namespace ferry

@@ -1,4 +1,4 @@
-// backends/cuda/libraries.cpp — dlopen of NVRTC and cuBLASLt (libraries.h).
+// backends/cuda/libraries.cpp — dlopen of NVRTC, nvJitLink and cuBLASLt (libraries.h).
 #include "backends/cuda/libraries.h"
 
 #include <dlfcn.h>
@@ -51,6 +51,30 @@ Expected<const Nvrtc *> nvrtc() {
     resolve(h, "nvrtcGetProgramLog", functions.getProgramLog, error);
     resolve(h, "nvrtcGetErrorString", functions.getErrorString, error);
     resolve(h, "nvrtcVersion", functions.version, error);
+  });
+  if (!error.empty()) return makeError("device", error);
+  return &functions;
+}
+
+Expected<const NvJitLink *> nvJitLink() {
+  static NvJitLink functions;
+  static std::string error;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void *h = openLibrary("libnvJitLink", error);
+    if (!h) return;
+    // "Create" -> "__nvJitLinkCreate_13_0" (libraries.h).
+    auto versioned = [](const char *name) {
+      return std::string("__nvJitLink") + name + "_" FERRY_STR(FERRY_CUDA_MAJOR) "_0";
+    };
+    resolve(h, versioned("Create").c_str(), functions.create, error);
+    resolve(h, versioned("Destroy").c_str(), functions.destroy, error);
+    resolve(h, versioned("AddData").c_str(), functions.addData, error);
+    resolve(h, versioned("Complete").c_str(), functions.complete, error);
+    resolve(h, versioned("GetLinkedCubinSize").c_str(), functions.getLinkedCubinSize, error);
+    resolve(h, versioned("GetLinkedCubin").c_str(), functions.getLinkedCubin, error);
+    resolve(h, versioned("GetErrorLogSize").c_str(), functions.getErrorLogSize, error);
+    resolve(h, versioned("GetErrorLog").c_str(), functions.getErrorLog, error);
   });
   if (!error.empty()) return makeError("device", error);
   return &functions;

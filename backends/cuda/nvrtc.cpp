@@ -1,4 +1,4 @@
-// backends/cuda/nvrtc.cpp — NVRTC compilation and its cache (nvrtc.h).
+// backends/cuda/nvrtc.cpp — NVRTC and nvJitLink compilation and their cache (nvrtc.h).
 #include "backends/cuda/nvrtc.h"
 
 #include <memory>
@@ -13,9 +13,18 @@ namespace {
 
 struct Cache {
   std::mutex mutex;
-  // hash -> (source, ptx): the source is compared too, so a hash collision costs a compile.
-  std::unordered_multimap<uint64_t, std::pair<std::string, std::string>> entries;
-  PtxCacheStats stats;
+  // hash -> (source, what it compiled to): the source is compared too, so a hash collision
+  // costs a compile. The cubins are empty until a compilation asks for them.
+  std::unordered_multimap<uint64_t, std::pair<std::string, CompiledKernel>> entries;
+  CompileCacheStats stats;
+
+  // The entry of `source`, or null. Under `mutex`.
+  CompiledKernel *find(uint64_t hash, const std::string &source) {
+    auto [begin, end] = entries.equal_range(hash);
+    for (auto it = begin; it != end; ++it)
+      if (it->second.first == source) return &it->second.second;
+    return nullptr;
+  }
 };
 
 Cache &cache() {
@@ -23,20 +32,14 @@ Cache &cache() {
   return c;
 }
 
-}  // namespace
+// A compiler's log for an error: its first 2,000 characters.
+std::string shortLog(std::string log) {
+  if (log.size() > 2000) log = log.substr(0, 2000) + "\n...";
+  return log;
+}
 
-Expected<std::string> compileToPtx(const KernelSource &kernel) {
-  const uint64_t hash = kernel.hash();
-  Cache &c = cache();
-  {
-    std::lock_guard lock(c.mutex);
-    auto [begin, end] = c.entries.equal_range(hash);
-    for (auto it = begin; it != end; ++it)
-      if (it->second.first == kernel.source) {
-        ++c.stats.hits;
-        return it->second.second;
-      }
-  }
+// NVRTC: the source to PTX for kPtxArchitecture.
+Expected<std::string> compilePtx(const KernelSource &kernel) {
   Expected<const Nvrtc *> api = nvrtc();
   if (!api) return api.status();
   const Nvrtc &n = **api;
@@ -58,9 +61,8 @@ Expected<std::string> compileToPtx(const KernelSource &kernel) {
       n.getProgramLog(program, log.data());
       log.resize(size - 1);
     }
-    if (log.size() > 2000) log = log.substr(0, 2000) + "\n...";
     return makeError("internal", std::string("NVRTC rejected a generated kernel (") +
-                                     n.getErrorString(r) + "):\n" + log);
+                                     n.getErrorString(r) + "):\n" + shortLog(std::move(log)));
   }
   size_t size = 0;
   if (n.getPTXSize(program, &size) != NVRTC_SUCCESS || size == 0)
@@ -68,13 +70,97 @@ Expected<std::string> compileToPtx(const KernelSource &kernel) {
   std::string ptx(size, '\0');
   n.getPTX(program, ptx.data());
   ptx.resize(size - 1);  // the terminating NUL
-  std::lock_guard lock(c.mutex);
-  ++c.stats.compiled;
-  c.entries.emplace(hash, std::make_pair(kernel.source, ptx));
   return ptx;
 }
 
-PtxCacheStats ptxCacheStats() {
+// nvJitLink: `ptx` to a cubin for `arch` ("sm_80").
+Expected<std::string> compileCubin(const std::string &ptx, const std::string &arch) {
+  Expected<const NvJitLink *> api = nvJitLink();
+  if (!api) return api.status();
+  const NvJitLink &l = **api;
+  const std::string option = "-arch=" + arch;
+  const char *options[] = {option.c_str()};
+  nvJitLinkHandle handle = nullptr;
+  nvJitLinkResult r = l.create(&handle, 1, options);
+  if (r != NVJITLINK_SUCCESS)
+    return makeError("internal", "nvJitLink cannot start a link for " + arch + " (error " +
+                                     std::to_string(static_cast<int>(r)) + ")");
+  std::unique_ptr<nvJitLinkHandle, void (*)(nvJitLinkHandle *)> guard(
+      &handle, [](nvJitLinkHandle *h) {
+        if (Expected<const NvJitLink *> a = nvJitLink(); a) (*a)->destroy(h);
+      });
+  r = l.addData(handle, NVJITLINK_INPUT_PTX, ptx.data(), ptx.size(), "ferry_kernel.ptx");
+  if (r == NVJITLINK_SUCCESS) r = l.complete(handle);
+  if (r != NVJITLINK_SUCCESS) {
+    size_t size = 0;
+    std::string log;
+    if (l.getErrorLogSize(handle, &size) == NVJITLINK_SUCCESS && size > 1) {
+      log.resize(size);
+      l.getErrorLog(handle, log.data());
+      log.resize(size - 1);
+    }
+    return makeError("internal", "nvJitLink cannot compile a generated kernel's PTX for " + arch +
+                                     " (error " + std::to_string(static_cast<int>(r)) + "):\n" +
+                                     shortLog(std::move(log)));
+  }
+  size_t size = 0;
+  if (l.getLinkedCubinSize(handle, &size) != NVJITLINK_SUCCESS || size == 0)
+    return makeError("internal", "nvJitLink gave no cubin for " + arch);
+  std::string cubin(size, '\0');
+  l.getLinkedCubin(handle, cubin.data());
+  return cubin;
+}
+
+}  // namespace
+
+Expected<CompiledKernel> compileKernel(const KernelSource &kernel, bool cubins) {
+  const uint64_t hash = kernel.hash();
+  Cache &c = cache();
+  CompiledKernel made;
+  bool cachedPtx = false;
+  {
+    std::lock_guard lock(c.mutex);
+    if (const CompiledKernel *e = c.find(hash, kernel.source)) {
+      if (!cubins || !e->cubinSm80.empty()) {
+        ++c.stats.hits;
+        return cubins ? *e : CompiledKernel{e->ptx, {}, {}};
+      }
+      made.ptx = e->ptx;
+      cachedPtx = true;
+    }
+  }
+  if (!cachedPtx) {
+    Expected<std::string> ptx = compilePtx(kernel);
+    if (!ptx) return ptx.status();
+    made.ptx = std::move(*ptx);
+  }
+  if (cubins) {
+    for (auto [arch, cubin] :
+         {std::pair{"sm_80", &made.cubinSm80}, std::pair{"sm_90", &made.cubinSm90}}) {
+      Expected<std::string> image = compileCubin(made.ptx, arch);
+      if (!image) return image.status();
+      *cubin = std::move(*image);
+    }
+  }
+  std::lock_guard lock(c.mutex);
+  ++(cachedPtx ? c.stats.hits : c.stats.compiled);
+  if (cubins) ++c.stats.cubins;
+  // Another thread may have compiled the same source meanwhile: one entry, with the cubins.
+  if (CompiledKernel *e = c.find(hash, kernel.source)) {
+    if (cubins && e->cubinSm80.empty()) *e = made;
+  } else {
+    c.entries.emplace(hash, std::make_pair(kernel.source, made));
+  }
+  return made;
+}
+
+Expected<std::string> compileToPtx(const KernelSource &kernel) {
+  Expected<CompiledKernel> compiled = compileKernel(kernel, false);
+  if (!compiled) return compiled.status();
+  return std::move(compiled->ptx);
+}
+
+CompileCacheStats compileCacheStats() {
   std::lock_guard lock(cache().mutex);
   return cache().stats;
 }

@@ -112,6 +112,12 @@ TEST_F(FerryCompile, EmitCudaPrintsTheGeneratedKernels) {
   EXPECT_TRUE(contains(gpu.out, "softmax -> %probs")) << gpu.out;
   EXPECT_EQ(count(gpu.out, "FERRY_KERNEL ferry_kernel("), 1u) << gpu.out;  // softmax's
   EXPECT_EQ(count(gpu.out, "// ferry generated kernel"), 1u);               // the prelude, once
+  // The executable's images are binary: their sizes are printed, not their bytes.
+  EXPECT_TRUE(contains(gpu.out, "to PTX and by nvJitLink to cubins for sm_80 and sm_90"))
+      << gpu.out;
+  EXPECT_TRUE(contains(gpu.out, "threads; PTX ")) << gpu.out;
+  EXPECT_TRUE(contains(gpu.out, " bytes, cubins sm_80 ")) << gpu.out;
+  EXPECT_FALSE(contains(gpu.out, ".entry ferry_kernel")) << gpu.out;
   Result dir = run(mlp + " --devices cpu,cuda:0 --placement auto --emit cuda --emit-dir " + path("k"));
   EXPECT_EQ(dir.exit, 0) << dir.err;
   EXPECT_TRUE(std::filesystem::exists(path("k") + "/mlp.cu"));

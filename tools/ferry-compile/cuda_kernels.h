@@ -1,6 +1,7 @@
 // tools/ferry-compile/cuda_kernels.h — `--emit cuda`: the CUDA kernels an executable runs, as
 // CUDA C++ with a comment per step saying what it computes, where in the model it comes from,
-// and how it is launched (a generated kernel, or cuBLASLt with its epilogue and a tail kernel).
+// how it is launched (a generated kernel, or cuBLASLt with its epilogue and a tail kernel), and
+// the sizes of each kernel's PTX and cubins in the executable (not their bytes: they are binary).
 #pragma once
 
 #include <string>

@@ -2,12 +2,13 @@
 //
 // Every CUDA kernel ferry runs is printed here, as text, from the step's op, attributes and
 // types (shapes are constants in the source), and compiled by NVRTC when the model is compiled
-// (backends/cuda/nvrtc.h): the executable carries the PTX, and a GPU machine runs it without
-// recompiling. Fused groups (a micro-op program, backends/target.h) and single elementwise ops
-// are generated from their micro-ops (elementwise.cpp); reductions (reduce.cpp), softmax,
+// (backends/cuda/nvrtc.h): the executable carries the PTX and cubins, and a GPU machine runs it
+// without recompiling. Fused groups (a micro-op program, backends/target.h) and single elementwise
+// ops are generated from their micro-ops (elementwise.cpp); reductions (reduce.cpp), softmax,
 // log_softmax and layer_norm (normalize.cpp), the copies of the movement and view ops
 // (movement.cpp), and conv2d, the pools and batch_norm (conv_pool.cpp) are hand-written
-// templates filled in with the step's shapes; kernels.cpp picks the generator. GEMMs are not here: cuBLASLt runs them (backends/cuda/cuda_device.cpp).
+// templates filled in with the step's shapes; kernels.cpp picks the generator. GEMMs are not here:
+// cuBLASLt runs them (backends/cuda/cuda_device.cpp).
 //
 // The same text compiles for the host through emulate.h (with FERRY_EMULATE defined): that is
 // how the tests check the generated code against the reference interpreter on machines without

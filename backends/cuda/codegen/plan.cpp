@@ -8,7 +8,8 @@ namespace ferry::cuda {
 
 namespace {
 
-constexpr std::string_view kMagic = "ferry-cuda-plan 1";
+constexpr std::string_view kMagic = "ferry-cuda-plan 2";
+constexpr std::string_view kMagicWithoutCubins = "ferry-cuda-plan 1";
 constexpr Epilogue kEpilogues[] = {Epilogue::None, Epilogue::Bias, Epilogue::ReluBias,
                                    Epilogue::GeluBias, Epilogue::Relu, Epilogue::Gelu};
 
@@ -16,7 +17,48 @@ Status bad(const std::string &field, const std::string &why) {
   return makeError("format", "CUDA kernel plan: " + field + ": " + why);
 }
 
+// The cubins a plan may have, and the one GPU architecture each is loaded on.
+struct CubinKind {
+  KernelImage image;
+  int major, minor;
+};
+constexpr CubinKind kCubins[] = {{KernelImage::CubinSm80, 8, 0}, {KernelImage::CubinSm90, 9, 0}};
+
 }  // namespace
+
+int cubinArchitecture(std::string_view image) {
+  // The ELF64 header: e_ident (the magic, class 2: 64-bit, data 1: little-endian, and at byte 8
+  // the ABI version), e_machine at 18 (EM_CUDA: 190), e_flags at 48.
+  if (image.size() < 64 || image.substr(0, 4) != "\177ELF" || image[4] != 2 || image[5] != 1)
+    return 0;
+  auto byte = [&](size_t at) { return static_cast<uint32_t>(static_cast<uint8_t>(image[at])); };
+  if ((byte(18) | (byte(19) << 8)) != 190) return 0;
+  const uint32_t flags = byte(48) | (byte(49) << 8) | (byte(50) << 16) | (byte(51) << 24);
+  // EF_CUDA_SM: the low byte in CUDA's ELF ABI version 7, bits 8 to 15 in version 8 (CUDA 13's),
+  // as LLVM's BinaryFormat/ELF.h reads them.
+  switch (byte(8)) {
+    case 7: return static_cast<int>(flags & 0xff);
+    case 8: return static_cast<int>((flags >> 8) & 0xff);
+    default: return 0;
+  }
+}
+
+KernelImage CudaPlan::imageFor(int major, int minor, bool anchor) const {
+  for (const CubinKind &c : kCubins)
+    if (major == c.major && minor == c.minor &&
+        cubinArchitecture(image(c.image, anchor)) == c.major * 10 + c.minor)
+      return c.image;
+  return KernelImage::Ptx;
+}
+
+const std::string &CudaPlan::image(KernelImage which, bool anchor) const {
+  switch (which) {
+    case KernelImage::Ptx: return anchor ? anchorPtx : ptx;
+    case KernelImage::CubinSm80: return anchor ? anchorCubinSm80 : cubinSm80;
+    case KernelImage::CubinSm90: return anchor ? anchorCubinSm90 : cubinSm90;
+  }
+  return ptx;
+}
 
 const char *epilogueName(Epilogue e) {
   switch (e) {
@@ -42,11 +84,14 @@ std::string CudaPlan::encode() const {
        "anchor_blocks " + std::to_string(anchorBlocks) +
        "\nanchor_threads " + std::to_string(anchorThreads) + "\nanchor_block_sync " +
        (anchorBlockSync ? "1" : "0") + "\n";
-  for (const auto &[key, text] : {std::pair{"anchor_source", &anchorSource}, std::pair{"anchor_ptx", &anchorPtx},
-                                  std::pair{"source", &source}})
-    s += std::string(key) + " " + std::to_string(text->size()) + "\n" + *text + "\n";
-  s += "ptx " + std::to_string(ptx.size()) + "\n";
-  s += ptx;
+  for (const auto &[key, blob] :
+       {std::pair{"anchor_source", &anchorSource}, std::pair{"anchor_ptx", &anchorPtx},
+        std::pair{"anchor_cubin_sm80", &anchorCubinSm80},
+        std::pair{"anchor_cubin_sm90", &anchorCubinSm90}, std::pair{"source", &source},
+        std::pair{"ptx", &ptx}, std::pair{"cubin_sm80", &cubinSm80}})
+    s += std::string(key) + " " + std::to_string(blob->size()) + "\n" + *blob + "\n";
+  s += "cubin_sm90 " + std::to_string(cubinSm90.size()) + "\n";
+  s += cubinSm90;
   return s;
 }
 
@@ -63,7 +108,11 @@ Expected<CudaPlan> CudaPlan::decode(const std::string &payload) {
     rest.remove_prefix(end + 1);
     return l;
   };
-  if (line() != kMagic) return bad("header", "expected '" + std::string(kMagic) + "'");
+  const std::string_view header = line();
+  if (header != kMagic && header != kMagicWithoutCubins)
+    return bad("header", "expected '" + std::string(kMagic) + "' (or '" +
+                             std::string(kMagicWithoutCubins) + "', without cubins)");
+  const bool cubins = header == kMagic;
   CudaPlan p;
   // Each field in order: `key value`, the value a decimal integer in [lo, hi].
   auto field = [&](std::string_view key, int64_t lo, int64_t hi, auto &out) -> Status {
@@ -119,7 +168,7 @@ Expected<CudaPlan> CudaPlan::decode(const std::string &payload) {
   FERRY_TRY(field("anchor_threads", 1, 1024, p.anchorThreads));
   FERRY_TRY(field("anchor_block_sync", 0, 1, anchorSync));
   p.anchorBlockSync = anchorSync != 0;
-  // The texts: `key <n>`, a newline, n bytes and a newline (the last one without).
+  // The blobs: `key <n>`, a newline, n bytes and a newline (the last one without).
   auto blob = [&](std::string_view key, std::string &out, bool last) -> Status {
     int64_t n = 0;
     FERRY_TRY(field(key, 0, int64_t{1} << 31, n));
@@ -134,8 +183,16 @@ Expected<CudaPlan> CudaPlan::decode(const std::string &payload) {
   };
   FERRY_TRY(blob("anchor_source", p.anchorSource, false));
   FERRY_TRY(blob("anchor_ptx", p.anchorPtx, false));
+  if (cubins) {
+    FERRY_TRY(blob("anchor_cubin_sm80", p.anchorCubinSm80, false));
+    FERRY_TRY(blob("anchor_cubin_sm90", p.anchorCubinSm90, false));
+  }
   FERRY_TRY(blob("source", p.source, false));
-  FERRY_TRY(blob("ptx", p.ptx, true));
+  FERRY_TRY(blob("ptx", p.ptx, !cubins));
+  if (cubins) {
+    FERRY_TRY(blob("cubin_sm80", p.cubinSm80, false));
+    FERRY_TRY(blob("cubin_sm90", p.cubinSm90, true));
+  }
   return p;
 }
 

@@ -1,27 +1,44 @@
-// bench/model_bench.cpp — ferry-bench-model: one model (.onnx or .fy) compiled with the default
-// options for the CPU, one Session, its inputs read from .npy files, then Session::run timed;
-// one JSON line on stdout. bench/peer/peer.py runs it once per model and round, beside ONNX
-// Runtime, PyTorch and JAX on the same inputs.
+// bench/model_bench.cpp — ferry-bench-model: one model (.onnx or .fy) compiled (by default for
+// the CPU alone), one Session, its inputs read from .npy files, then Session::run timed; one JSON
+// line on stdout. bench/peer/peer.py runs it once per model and round, beside ONNX Runtime,
+// PyTorch and JAX on the same inputs (with --gpu, on cuda:0 beside PyTorch and ORT on the GPU).
 //
 //   ferry-bench-model MODEL --input NAME=FILE.npy... [--shape NAME=D0,D1,...]... [--warmup 5]
 //                     [--iterations 20] [--min-time 0.2] [--output-dir DIR] [--bind-outputs]
+//                     [--devices cpu] [--target DEV] [--placement strict|auto] [--dtype ...]
+//                     [--no-fallback] [--no-fusion] [--cost ...] [--cost-file FILE]
+//
+// Compile flags: ferry-run's and ferry-compile's (tools/common/compile_flags.h, the same checks
+// and messages), except that --devices defaults to `cpu` alone, not every GPU of the machine, so
+// that a CPU figure is one whatever the machine has. A GPU: `--devices cpu,cuda:0 --target cuda:0
+// --placement auto` (under strict placement an ONNX model's inputs are on the host, and so is
+// everything that follows them). As ferry-run does, a device this build has no backend for or
+// this machine lacks is refused before the model is read.
 //
 // Timed: Session::run only (input checks, the kernels, the outputs handed back, as an app sees
 // it), each run on its own, after --warmup untimed runs; at least --iterations runs and at least
-// --min-time seconds of them. Not timed, but reported: reading the model (import_ms: for ONNX the
-// importer, weights included), build() (compile_ms: the passes and lowering) and Session::create
-// (create_ms). Threads: FERRY_NUM_THREADS, as everywhere (the core count when unset); the JSON
-// says what it resolved to. --bind-outputs gives every run the same output tensors, made once
-// (Session::run's I/O binding, as an app that runs a model in a loop would): no output is
-// allocated, and no fresh page faulted in, per run.
+// --min-time seconds of them. The inputs are host tensors (read from the .npy files once) and the
+// outputs are returned on the host, so on a GPU every timed run includes uploading the inputs and
+// downloading the outputs, as an app's Session::run does (the Session moves inputs to where the
+// plan wants them, as ferry-run's does). Not timed, but reported: reading the model (import_ms:
+// for ONNX the importer, weights included), build() (compile_ms: the passes and lowering) and
+// Session::create (create_ms; on a GPU the kernels' NVRTC compiles and the weights' upload).
+// Threads: FERRY_NUM_THREADS, as everywhere (the core count when unset); the JSON says what it
+// resolved to. --bind-outputs gives every run the same output tensors, made once (Session::run's
+// I/O binding, as an app that runs a model in a loop would): no output is allocated, and no fresh
+// page faulted in, per run.
 //
-// Output: {"model", "threads" (FERRY_NUM_THREADS resolved), "import_ms", "compile_ms", "create_ms",
-// "warmup", "bind_outputs", "runs", "median_ms", "min_ms", "cpu_ms_per_run" (the process's CPU time over the timed
-// runs, per run: above median_ms, more than one core worked), "times_ms": [...]}. --output-dir
-// writes each output of one more run as NAME.npy, for peer.py to compare with PyTorch's. Any
-// failure (a model the importer or the compiler rejects, a missing input) is one line
-// "ferry-bench-model: <what failed>" on stderr and exit status 1 (2 for the command line): peer.py
-// prints it in the table's cell.
+// Output: {"model", "devices", "target", "placement" (as compiled), "steps" (the plan's kernel
+// steps per device, {"cuda:0": 6}), "transfers_per_run" and "transfer_bytes_per_run" (the plan's
+// copies between devices), "input_moves" (inputs the last timed run moved to their planned
+// device), "threads" (FERRY_NUM_THREADS resolved), "import_ms", "compile_ms", "create_ms",
+// "warmup", "bind_outputs", "runs", "median_ms", "min_ms", "cpu_ms_per_run" (the process's CPU
+// time over the timed runs, per run: above median_ms, more than one core worked), "times_ms":
+// [...]}. --output-dir writes each output of one more run as NAME.npy, for peer.py to compare
+// with PyTorch's. Any failure (a model the importer or the compiler rejects, a missing input, a
+// device that is not there) is one line "ferry-bench-model: <what failed>" on stderr and exit
+// status 1; a bad command line is one line and exit status 2: peer.py prints it in the table's
+// cell.
 #include <time.h>
 
 #include <CLI/CLI.hpp>
@@ -39,9 +56,13 @@
 
 #include "backends/cpu/num_threads.h"
 #include "backends/cpu/onednn_gemm.h"
+#include "backends/registry.h"
 #include "passes/lower.h"
 #include "runtime/session.h"
+#include "tools/common/cli_errors.h"
+#include "tools/common/compile_flags.h"
 #include "tools/common/load_model.h"
+#include "tools/common/report.h"
 #include "tools/common/tensor_file.h"
 
 namespace ferry {
@@ -59,6 +80,7 @@ struct Flags {
   double minTime = 0.2;
   std::string outputDir;
   bool bindOutputs = false;
+  CompileFlags compile;  // --devices defaults to cpu here (main), not ferry-run's every GPU
 };
 
 double msSince(Clock::time_point start) {
@@ -111,7 +133,8 @@ int runBench(const Flags &f) {
   if (Status s = cpu::checkCpuGemmEnv(); !s.ok()) return fail(firstLine(s), 2);
 
   LoadOptions load;
-  CompileOptions compile;  // the defaults: every value on cpu
+  CompileOptions compile;
+  if (Status s = toCompileOptions(f.compile, compile); !s.ok()) return fail(oneLine(s), 2);
   load.onnx.inputDevice = onnxInputDevice(compile);
   if (Status s = parseShapeFlags(f.shapes, load.onnx.inputShapes); !s.ok())
     return fail(firstLine(s), 2);
@@ -125,6 +148,15 @@ int runBench(const Flags &f) {
     inputs.push_back({nf->first, std::move(t).value()});
   }
 
+  // Nothing is compiled for a device this build cannot run, or this machine lacks (ferry-run's
+  // checks and words).
+  if (std::optional<Device> d = firstWithoutBackend(compile.devices, builtinBackends()))
+    return fail("--devices names " + d->str() + ", and this build of ferry has no backend for it " +
+                "(backends: " + describeBackends(builtinBackends()) + ")");
+  if (auto absent = firstAbsent(compile.devices, builtinBackends()))
+    return fail("--devices names " + absent->first.str() +
+                ", which is not on this machine: " + absent->second);
+
   const Clock::time_point importStart = Clock::now();
   Expected<Graph> graph = loadModel(f.model, load);
   if (!graph) return fail("import: " + firstLine(graph.status()));
@@ -136,7 +168,9 @@ int runBench(const Flags &f) {
   const double compileMs = msSince(compileStart);
 
   const Clock::time_point createStart = Clock::now();
-  Expected<Session> session = Session::create(std::move(exe).value());
+  Session::Options sessionOptions;
+  sessionOptions.moveInputs = true;  // host inputs to a GPU input's device, as ferry-run
+  Expected<Session> session = Session::create(std::move(exe).value(), sessionOptions);
   if (!session) return fail("Session::create: " + firstLine(session.status()));
   const double createMs = msSince(createStart);
 
@@ -155,6 +189,7 @@ int runBench(const Flags &f) {
     if (Expected<RunResult> r = runOnce(); !r) return fail("run: " + firstLine(r.status()));
 
   std::vector<double> times;
+  int inputMoves = 0;
   const double cpuStart = processCpuMs();
   const Clock::time_point timedStart = Clock::now();
   while (int64_t(times.size()) < kMaxRuns &&
@@ -163,6 +198,7 @@ int runBench(const Flags &f) {
     Expected<RunResult> r = runOnce();
     times.push_back(msSince(start));
     if (!r) return fail("run: " + firstLine(r.status()));
+    inputMoves = r->stats.inputMoves;
   }
   const double cpuPerRun = (processCpuMs() - cpuStart) / double(times.size());
 
@@ -181,9 +217,23 @@ int runBench(const Flags &f) {
   std::string warning;
   const int threads = cpu::resolveNumThreads(std::getenv(cpu::kNumThreadsEnv),
                                              std::thread::hardware_concurrency(), warning);
+  const Executable &plan = session->executable();
+  std::map<std::string, int> steps;  // kernel steps per device
+  for (const Step &st : plan.steps)
+    if (st.op != OpKind::Transfer && st.result >= 0)
+      ++steps[plan.slots[static_cast<size_t>(st.result)].device.str()];
+  std::string devices;
+  for (Device d : compile.devices) devices += (devices.empty() ? "" : ",") + d.str();
   std::ostringstream json;
   json.precision(6);
-  json << "{\"model\": " << jsonString(f.model) << ", \"threads\": " << threads
+  json << "{\"model\": " << jsonString(f.model) << ", \"devices\": " << jsonString(devices)
+       << ", \"target\": " << jsonString(compile.target.str()) << ", \"placement\": "
+       << jsonString(std::string(placementPolicyName(plan.placement))) << ", \"steps\": {";
+  for (auto it = steps.begin(); it != steps.end(); ++it)
+    json << (it == steps.begin() ? "" : ", ") << jsonString(it->first) << ": " << it->second;
+  json << "}, \"transfers_per_run\": " << plan.planTransfers
+       << ", \"transfer_bytes_per_run\": " << plan.planTransferBytes
+       << ", \"input_moves\": " << inputMoves << ", \"threads\": " << threads
        << ", \"import_ms\": " << importMs << ", \"compile_ms\": " << compileMs
        << ", \"create_ms\": " << createMs << ", \"warmup\": " << f.warmup
        << ", \"bind_outputs\": " << (f.bindOutputs ? "true" : "false") << ", \"runs\": " << n
@@ -200,23 +250,36 @@ int runBench(const Flags &f) {
 
 int main(int argc, char **argv) {
   ferry::Flags f;
-  CLI::App app{"ferry-bench-model: Session::run of one model (.onnx or .fy) on .npy inputs, timed"};
-  app.add_option("model", f.model, "the model: .onnx or .fy")->required();
-  app.add_option("--input", f.inputs, "NAME=FILE.npy, one per model input (repeatable)");
-  app.add_option("--shape", f.shapes, "NAME=D0,D1,...: an ONNX input's symbolic dims (repeatable)");
+  f.compile.devices = "cpu";
+  CLI::App app{"ferry-bench-model: Session::run of one model (.onnx or .fy) on .npy inputs, timed",
+               "ferry-bench-model"};
+  app.add_option("model", f.model, "the model: .onnx or .fy");
+  app.add_option("--input", f.inputs, "NAME=FILE.npy, one per model input (repeatable)")
+      ->type_name("NAME=FILE.npy");
+  app.add_option("--shape", f.shapes, "NAME=D0,D1,...: an ONNX input's symbolic dims (repeatable)")
+      ->type_name("NAME=D0,D1,...");
   app.add_option("--warmup", f.warmup, "untimed runs first (default 5)")
       ->check(CLI::Range(0, 1000000));
   app.add_option("--iterations", f.iterations, "at least this many timed runs (default 20)")
       ->check(CLI::Range(1, 1000000));
   app.add_option("--min-time", f.minTime, "and at least this many seconds of them (default 0.2)")
       ->check(CLI::Range(0.0, 3600.0));
-  app.add_option("--output-dir", f.outputDir, "write each output of one more run as NAME.npy here");
+  app.add_option("--output-dir", f.outputDir, "write each output of one more run as NAME.npy here")
+      ->type_name("DIR");
   app.add_flag("--bind-outputs", f.bindOutputs,
                "give every run the same output tensors, made once (Session::run's I/O binding)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    return app.exit(e);
-  }
+  ferry::addPolicyFlags(app, f.compile);
+  app.get_option("--devices")->description("Devices the model may use, e.g. cpu,cuda:0");
+  app.footer(
+      "Compile flags (--devices to --cost-file) as ferry-run's; --devices is cpu unless given.\n"
+      "A GPU: --devices cpu,cuda:0 --target cuda:0 --placement auto (strict keeps an ONNX model\n"
+      "on the host with its inputs). Inputs are read onto the host and outputs returned there:\n"
+      "on a GPU each timed run includes the inputs' upload and the outputs' download, as an app's\n"
+      "Session::run does. FERRY_NUM_THREADS sets the CPU threads. One JSON line on stdout.\n"
+      "Exit status: 0 ran, 1 the model, a device or a run failed, 2 usage error.\n");
+  ferry::Report report(ferry::Report::Format::Text, "ferry-bench-model");
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (std::optional<int> done = ferry::parseArgs(app, args, report)) return *done;
+  if (f.model.empty()) return report.usage("model is required (see --help)");
   return ferry::runBench(f);
 }

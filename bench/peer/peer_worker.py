@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/peer/peer_worker.py — one peer runtime, kept alive across peer.py's rounds.
 
-    peer_worker.py --kind torch|ort|jax --threads N [--pin]
+    peer_worker.py --kind torch|ort|jax --threads N [--pin] [--device cpu|cuda]
 
 peer.py starts one per kind and thread count (thread settings are per process for torch and
 XLA) and talks to it in JSON lines: a request on stdin, one reply line on the stdout it was
@@ -34,6 +34,17 @@ Threads (set here, before the runtime starts its pools):
          convolutions on the calling thread
   --pin  (peer.py's default) cuts every kind's affinity to N cores that way, as peer.py does for
          ferry: a runtime that starts more threads than asked still gets N cores
+
+--device cuda (peer.py --gpu; torch and ort only): the model runs on GPU 0, computing in f32.
+  torch  weights on the GPU; TF32 off (torch.backends.cuda.matmul.allow_tf32 and
+         torch.backends.cudnn.allow_tf32 False). A run is what an app with a host tensor calls:
+         x.to("cuda") of the CPU tensor made once (pageable memory, as ferry's .npy input), the
+         module, .cpu() of the output, torch.cuda.synchronize(); so it includes the input's upload
+         and the output's download, as ferry-bench-model's Session::run does
+  ort    providers CUDAExecutionProvider (device 0, use_tf32 0), then CPUExecutionProvider for
+         what CUDA cannot run; sess.run on the numpy array (ORT uploads the input and downloads
+         the output inside it). An onnxruntime without the CUDA provider, or a session that did
+         not take it, is an error
 """
 import argparse
 import json
@@ -54,13 +65,18 @@ class Runner:
     """One runtime's prepared models: key -> a no-argument callable that runs the model once
     and returns the output as numpy."""
 
-    def __init__(self, kind, threads):
-        self.kind, self.threads = kind, threads
+    def __init__(self, kind, threads, device="cpu"):
+        self.kind, self.threads, self.device = kind, threads, device
         self.prepared = {}
         if kind == "torch":
             import torch
             torch.set_num_threads(threads)
             torch.set_num_interop_threads(1)
+            if device == "cuda":
+                if not torch.cuda.is_available():
+                    raise RuntimeError(f"torch {torch.__version__} sees no GPU")
+                torch.backends.cuda.matmul.allow_tf32 = False  # f32 matmuls in f32, as ferry's
+                torch.backends.cudnn.allow_tf32 = False
         elif kind == "jax":
             import jax  # after the affinity and XLA_FLAGS, so that its pools see them
             jax.config.update("jax_platforms", "cpu")
@@ -76,9 +92,19 @@ class Runner:
     def prepare_torch(self, key, folder, compiled=False):
         import torch
         module = peer_models.torch_loaded(peer_models.MODELS[key].family, folder)
+        if self.device == "cuda":
+            module = module.to("cuda")
         if compiled:
             module = torch.compile(module)  # mode default
         x = torch.from_numpy(np.load(folder / "x.npy"))
+
+        if self.device == "cuda":
+            def run():  # the host input up, the output down: what ferry's timed run does too
+                with torch.inference_mode():
+                    y = module(x.to("cuda")).cpu()
+                torch.cuda.synchronize()
+                return y
+            return run
 
         def run():
             with torch.inference_mode():
@@ -95,8 +121,17 @@ class Runner:
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.log_severity_level = 3
-        sess = ort.InferenceSession(str(folder / "model.onnx"), so,
-                                    providers=["CPUExecutionProvider"])
+        providers = ["CPUExecutionProvider"]
+        if self.device == "cuda":
+            have = ort.get_available_providers()
+            if "CUDAExecutionProvider" not in have:
+                raise RuntimeError(f"onnxruntime {ort.__version__} has no CUDAExecutionProvider "
+                                   f"(providers: {', '.join(have)})")
+            providers = [("CUDAExecutionProvider", {"device_id": 0, "use_tf32": 0})] + providers
+        sess = ort.InferenceSession(str(folder / "model.onnx"), so, providers=providers)
+        if self.device == "cuda" and sess.get_providers()[0] != "CUDAExecutionProvider":
+            raise RuntimeError(f"the session did not take CUDAExecutionProvider (it has "
+                               f"{', '.join(sess.get_providers())}; the CUDA libraries?)")
         feed = {"x": np.load(folder / "x.npy")}
         return lambda: sess.run(["y"], feed)[0]
 
@@ -137,6 +172,8 @@ def main():
     ap.add_argument("--threads", type=int, required=True)
     ap.add_argument("--pin", action="store_true",
                     help="cut this process's CPU affinity to --threads cores (jax: always)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="cuda: run on GPU 0 (torch and ort; peer.py --gpu)")
     args = ap.parse_args()
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
@@ -144,7 +181,9 @@ def main():
         cores = sorted(os.sched_getaffinity(0))
         os.sched_setaffinity(0, cores[:args.threads])
     try:
-        runner = Runner(args.kind, args.threads)
+        if args.device == "cuda" and args.kind == "jax":
+            raise RuntimeError("--device cuda: torch and ort only")
+        runner = Runner(args.kind, args.threads, args.device)
         replies.write(json.dumps({"ready": True}) + "\n")
     except Exception as e:  # noqa: BLE001 — the runtime does not start: say so, once
         replies.write(json.dumps({"error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}) + "\n")

@@ -97,6 +97,22 @@ TEST_F(FerryCompile, SaysOnceWhenTheModelWillNotRunOnThisBuild) {
   EXPECT_FALSE(contains(cpuOnly.err, "no backend")) << cpuOnly.err;
 }
 
+// --target where no node runs (the input and everything after it on cpu, strict placement):
+// the same warning as ferry-run's, once; with --placement auto the nodes move and nothing is said.
+TEST_F(FerryCompile, SaysWhenNoNodeRunsOnTheTarget) {
+  const std::string model =
+      write("t.fy", "graph g {\n  input %x : f32[64,64] @cpu\n  %y = exp(%x)\n  %z = tanh(%y)\n  output %z\n}\n");
+  Result r = run(model + " --devices cpu,cpu:1 --target cpu:1 --emit none");
+  EXPECT_EQ(r.exit, 0) << r.err;
+  EXPECT_EQ(count(r.err, "warning: --target cpu:1, but no node runs there: under strict placement"), 1u)
+      << r.err;
+  Result pinned = run(write("p.fy", "graph g {\n  input %x : f32[64,64] @cpu\n  %y @cpu:1 = exp(%x)\n"
+                                    "  output %y @cpu\n}\n") +
+                      " --devices cpu,cpu:1 --target cpu:1 --placement auto --emit none");
+  EXPECT_EQ(pinned.exit, 0) << pinned.err;
+  EXPECT_FALSE(contains(pinned.err, "no node runs there")) << pinned.err;
+}
+
 // --emit cuda: the generated CUDA kernels of the steps on a GPU, each under a comment naming the
 // step and the model line it comes from, the prelude once; a model on the CPU has none.
 TEST_F(FerryCompile, EmitCudaPrintsTheGeneratedKernels) {

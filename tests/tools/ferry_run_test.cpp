@@ -192,6 +192,33 @@ TEST_F(FerryRun, ExampleMlpWithRandomInputs) {
   EXPECT_TRUE(contains(r.out, "linear+relu  %a")) << r.out;
 }
 
+// --target names a device no step runs on: a warning that says why, for each placement policy,
+// and what would change it; none when --target is the default, or a step runs there.
+TEST_F(FerryRun, ATargetWhereNothingRunsIsAWarningThatSaysWhy) {
+  const std::string model = shellQuote(example("mlp.fy").string()) + " --random-inputs --iterations 1";
+  Result strict = run(model + " --devices cpu,cpu:1 --target cpu:1");
+  ASSERT_EQ(strict.exit, 0) << strict.err;
+  EXPECT_EQ(strict.err,
+            "warning: --target cpu:1, but no node runs there: under strict placement every node "
+            "stays on its operands' device, and this model's inputs and params are on cpu "
+            "[placement]\n  fix: --placement auto, to let ferry move the work to cpu:1 where it "
+            "pays\n");
+  Result automatic = run(model + " --devices cpu,cpu:1 --target cpu:1 --placement auto");
+  ASSERT_EQ(automatic.exit, 0) << automatic.err;
+  EXPECT_TRUE(contains(automatic.err, "warning: --target cpu:1, but no node runs there: auto "
+                                      "placement kept every node on cpu, where moving it to "
+                                      "cpu:1 would cost more than it saves [placement]"))
+      << automatic.err;
+  EXPECT_TRUE(contains(automatic.err, "ferry-compile --explain %NAME")) << automatic.err;
+  // No --target, or one where steps run: nothing said.
+  Result plain = run(model + " --devices cpu,cpu:1");
+  ASSERT_EQ(plain.exit, 0) << plain.err;
+  EXPECT_EQ(plain.err, "");
+  Result onTarget = run(model + " --devices cpu,cpu:1 --target cpu");
+  ASSERT_EQ(onTarget.exit, 0) << onTarget.err;
+  EXPECT_EQ(onTarget.err, "");
+}
+
 TEST_F(FerryRun, NpyInputAndOutputDirMatchTheReference) {
   const std::string model = example("mlp.fy").string();
   TensorData x = TensorData::randn(DType::F32, {32, 784}, 7);

@@ -134,6 +134,32 @@ std::string firstCompileFlagGiven(const CLI::App &app) {
   return "";
 }
 
+std::optional<Diagnostic> unusedTargetWarning(const CompileFlags &flags, const CompileOptions &c,
+                                              std::span<const Device> computing) {
+  if (!flags.target || computing.empty() ||
+      std::find(computing.begin(), computing.end(), c.target) != computing.end())
+    return std::nullopt;
+  std::string where;
+  for (Device d : computing)
+    if (where.find(d.str()) == std::string::npos) where += (where.empty() ? "" : ", ") + d.str();
+  Diagnostic d;
+  d.severity = Severity::Warning;
+  d.code = "placement";
+  const std::string target = c.target.str();
+  if (c.placement == PlacementPolicy::Strict) {
+    d.message = "--target " + target + ", but no node runs there: under strict placement every " +
+                "node stays on its operands' device, and this model's inputs and params are on " +
+                where;
+    d.fix("--placement auto, to let ferry move the work to " + target + " where it pays");
+  } else {
+    d.message = "--target " + target + ", but no node runs there: auto placement kept every node " +
+                "on " + where + ", where moving it to " + target + " would cost more than it saves";
+    d.fix("ferry-compile --explain %NAME shows the costs behind a node's place; @" + target +
+          " on a node pins it there");
+  }
+  return d;
+}
+
 Status toCompileOptions(const CompileFlags &f, CompileOptions &c) {
   FERRY_TRY(take(parseDeviceList(f.devices), "--devices", c.devices));
   CompileOptions probe;

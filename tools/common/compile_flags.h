@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
+#include "ir/diagnostics.h"
 #include "passes/options.h"
 
 namespace CLI {
@@ -53,6 +55,14 @@ std::string firstCompileFlagGiven(const CLI::App &app);
 /// `--dtype autocast` must say which precision (autocast=f16 or autocast=bf16), `--target ""` is
 /// no device, and a device index beyond 1023 is "out of range 0..1023" however many digits it has.
 Status toCompileOptions(const CompileFlags &flags, CompileOptions &c);
+
+/// A warning when --target was given and names a device where no step of the compiled model runs
+/// (`computing`: the devices its nodes were placed on), saying why that happens under the
+/// placement policy and what would change it; nothing otherwise. Under strict placement every
+/// node stays with its operands, so a model whose inputs arrive on the host (every ONNX model's)
+/// runs there whatever --target says.
+std::optional<Diagnostic> unusedTargetWarning(const CompileFlags &flags, const CompileOptions &c,
+                                              std::span<const Device> computing);
 
 /// The messages of a failed check, joined into one line.
 std::string oneLine(const Status &s);

@@ -231,6 +231,14 @@ int run(const Options &o, Report &report) {
   // Compiling ahead of time for a device this build cannot drive is allowed; saying so once
   // saves a surprise at ferry-run.
   if (result.ok()) {
+    std::vector<Device> computing;
+    for (NodeId id : result.graph.order()) {
+      const Node &n = result.graph.node(id);
+      if (n.op != OpKind::Transfer && n.op != OpKind::Constant)
+        if (const std::optional<Device> &d = result.graph.value(n.result).device) computing.push_back(*d);
+    }
+    if (std::optional<Diagnostic> w = unusedTargetWarning(o.compile, options, computing))
+      report.diagnostics(std::span<const Diagnostic>(&*w, 1));
     if (std::optional<Device> d = firstWithoutBackend(options.devices, builtinBackends())) {
       Diagnostic w{Severity::Warning,
                    "device",

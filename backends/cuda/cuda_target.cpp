@@ -115,17 +115,18 @@ Expected<KernelPlan> lowerKernel(const StepSpec &step, bool cubins) {
   return KernelPlan{cuda::kKernelPlanName, 0, plan.encode()};
 }
 
+// A copy of the step's fused body, or a body of its one op.
+FusedBody bodyOf(const StepSpec &step) {
+  if (step.body) return *step.body;
+  std::vector<int32_t> args(step.operands.size());
+  for (size_t i = 0; i < args.size(); ++i) args[i] = static_cast<int32_t>(i);
+  return {MicroOp{step.op.kind, step.attrs, args, step.result, "", step.loc}};
+}
+
 // A linear over no input features is its bias, broadcast: the anchor becomes a cast of the bias
 // to the anchor's type (a no-op the elementwise kernel broadcasts), and the group one kernel.
 Expected<KernelPlan> lowerEmptyLinear(const StepSpec &step, int32_t biasOperand, bool cubins) {
-  FusedBody body;
-  if (step.body) {
-    body = *step.body;
-  } else {
-    std::vector<int32_t> args(step.operands.size());
-    for (size_t i = 0; i < args.size(); ++i) args[i] = static_cast<int32_t>(i);
-    body.push_back(MicroOp{step.op.kind, step.attrs, args, step.result, "", step.loc});
-  }
+  FusedBody body = bodyOf(step);
   MicroOp &a = body[0];
   const DType to = a.type.dtype;
   a = MicroOp{OpKind::Cast, Attrs{AttrValue{to}}, {biasOperand}, a.type, a.name, a.loc};
@@ -224,15 +225,7 @@ bool convAsGemm(const StepSpec &step) {
 }
 
 Expected<KernelPlan> lowerConvGemm(const StepSpec &step, bool cubins) {
-  // The group's body, or the one conv2d's.
-  FusedBody body;
-  if (step.body) {
-    body = *step.body;
-  } else {
-    std::vector<int32_t> args(step.operands.size());
-    for (size_t i = 0; i < args.size(); ++i) args[i] = static_cast<int32_t>(i);
-    body.push_back(MicroOp{step.op.kind, step.attrs, args, step.result, "", step.loc});
-  }
+  FusedBody body = bodyOf(step);
   const MicroOp a = body[0];
   Expected<std::vector<TensorType>> operands = anchorOperandTypes(step);
   if (!operands) return operands.status();

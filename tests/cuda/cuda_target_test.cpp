@@ -124,11 +124,8 @@ CompileOptions gpuOptions() {
   return o;
 }
 
-// The MLP on cuda:0: linear+relu is one cuBLASLt GEMM with its bias and relu epilogue, the
-// second linear another, softmax a generated kernel; every plan decodes, and the executable
-// saves and loads with them.
-TEST(CudaTarget, AnMlpCompilesForCuda0WithCompletePlansThatSurviveSaving) {
-  const Graph g = parse(R"(graph mlp {
+// An MLP on cuda:0, with a tail after its softmax.
+constexpr const char *kMlp = R"(graph mlp {
   input %x : f32[32,784] @cuda:0
   param %w1 : f32[256,784] = randn(seed=1)
   param %b1 : f32[256] = zeros
@@ -140,7 +137,13 @@ TEST(CudaTarget, AnMlpCompilesForCuda0WithCompletePlansThatSurviveSaving) {
   %p = softmax(%l)
   %q = mul(%p, 2)
   output %q
-})");
+})";
+
+// The MLP on cuda:0: linear+relu is one cuBLASLt GEMM with its bias and relu epilogue, the
+// second linear another, softmax a generated kernel; every plan decodes, and the executable
+// saves and loads with them.
+TEST(CudaTarget, AnMlpCompilesForCuda0WithCompletePlansThatSurviveSaving) {
+  const Graph g = parse(kMlp);
   Expected<Executable> exe = build(g, gpuOptions());
   ASSERT_TRUE(exe.ok()) << exe.status().message();
   int gemms = 0, kernels = 0;
@@ -175,19 +178,7 @@ TEST(CudaTarget, AnMlpCompilesForCuda0WithCompletePlansThatSurviveSaving) {
 // ELF images of those architectures, which a GPU of each picks, and which survive saving and
 // loading the executable.
 TEST(CudaTarget, AnMlpHasCubinsForSm80AndSm90ThatSurviveSaving) {
-  const Graph g = parse(R"(graph mlp {
-  input %x : f32[32,784] @cuda:0
-  param %w1 : f32[256,784] = randn(seed=1)
-  param %b1 : f32[256] = zeros
-  param %w2 : f32[10,256] = randn(seed=2)
-  param %b2 : f32[10] = zeros
-  %h = linear(%x, %w1, %b1)
-  %a = relu(%h)
-  %l = linear(%a, %w2, %b2)
-  %p = softmax(%l)
-  %q = mul(%p, 2)
-  output %q
-})");
+  const Graph g = parse(kMlp);
   Expected<Executable> exe = build(g, gpuOptions());
   ASSERT_TRUE(exe.ok()) << exe.status().message();
   const std::string path = ::testing::TempDir() + "ferry_cubins_mlp.ferry";

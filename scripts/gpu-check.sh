@@ -32,7 +32,7 @@ if [ -f .gpu/bundle.tar.xz ]; then
   tar -C "$bundle" -xJf .gpu/bundle.tar.xz
   bin=$bundle/bin
   tests=$bundle/bin
-  export LD_LIBRARY_PATH="$bundle/lib:$LD_LIBRARY_PATH"
+  export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "== bundle of $(cat "$bundle/revision") (HEAD is $(git rev-parse HEAD 2>/dev/null || echo unknown))"
   # The tests open files of the source tree by the path they were built at.
   src=$(cat "$bundle/source-dir")

@@ -167,13 +167,9 @@ int runBench(const Flags &f) {
   if (!exe) return fail("compile: " + firstLine(exe.status()));
   const double compileMs = msSince(compileStart);
 
-  {  // --target where nothing runs: said, as ferry-run says it
-    std::vector<Device> computing;
-    for (const Step &st : exe->steps)
-      if (st.op != OpKind::Transfer) computing.push_back(exe->slots[static_cast<size_t>(st.result)].device);
-    if (std::optional<Diagnostic> w = unusedTargetWarning(f.compile, compile, computing))
-      std::fprintf(stderr, "ferry-bench-model: warning: %s\n", w->message.c_str());
-  }
+  // --target where nothing runs: said, as ferry-run says it.
+  if (std::optional<Diagnostic> w = unusedTargetWarning(f.compile, compile, *exe))
+    std::fprintf(stderr, "ferry-bench-model: warning: %s\n", w->message.c_str());
   const Clock::time_point createStart = Clock::now();
   Session::Options sessionOptions;
   sessionOptions.moveInputs = true;  // host inputs to a GPU input's device, as ferry-run

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "runtime/copies_in_flight.h"
 #include "runtime/output_cache.h"
 
 namespace ferry {
@@ -104,33 +105,13 @@ struct Session::State {
   // operand pointers (flat, from argStart) and result and scratch pointers into them. Per
   // external slot, the run's memory for it and how it got it (bound, how).
   enum class Bound : uint8_t { None, Lent, Allocated };
-  // A transfer issued on a copy stream and not yet known to be done: the bytes it reads and
-  // writes (a device's and the host's), and the event after it. Later work that writes what it
-  // reads, or touches what it writes, waits for the event first (awaitCopies).
-  struct InFlight {
-    DeviceRuntime *runtime = nullptr;
-    Stream stream;
-    Event done;
-    const std::byte *begin[2] = {}, *end[2] = {};
-    bool writes[2] = {};
-    void *waitedBy = nullptr;  // the stream that last waited for `done` (no second wait there)
-    bool conflicts(const std::byte *b, const std::byte *e, bool write) const {
-      for (int r = 0; r < 2; ++r)
-        if ((write || writes[r]) && std::less<const std::byte *>()(b, end[r]) &&
-            std::less<const std::byte *>()(begin[r], e))
-          return true;
-      return false;
-    }
-  };
-  // Copies in flight at most; past it, the host waits for them all (awaitCopies stays linear).
-  static constexpr size_t kMaxInFlight = 64;
   struct Workspace {
     std::vector<std::byte *> base;
     std::vector<Stream> streams;
     std::vector<Stream> copyStreams;  // per entry of exe.workspaces; null handle: none
     // Host workspaces registered with a runtime (DeviceRuntime::registerHost), to unregister.
     std::vector<std::pair<DeviceRuntime *, std::byte *>> registered;
-    std::vector<InFlight> inFlight;   // room for kMaxInFlight, reserved when made
+    CopiesInFlight inFlight;  // the copies on copyStreams not yet known to be done
     std::vector<const std::byte *> operands;
     std::vector<std::byte *> results, scratch;
     std::vector<std::byte *> bound;
@@ -204,16 +185,16 @@ struct Session::State {
   Status uploadWeights();
   Status load();
   Status transfer(Workspace &ws, const Step &step) const;
-  Status track(Workspace &ws, DeviceRuntime &rt, Stream copy, const InFlight &copied) const;
-  Status awaitCopies(Workspace &ws, DeviceRuntime *rt, Stream on, const std::byte *begin,
-                     size_t bytes, bool writes) const;
   Status awaitCopies(Workspace &ws, size_t step) const;
-  Status finishCopies(Workspace &ws, Stream copy) const;
-  // Waits for every stream of `ws`, its copy streams too; the copies in flight are then done.
+  // Waits for every stream of `ws`, its copy streams first (the copies in flight are then done).
   Status synchronize(Workspace &ws) const {
     Status first;
-    for (size_t i = 0; i < ws.copyStreams.size(); ++i)
-      if (Status s = finishCopies(ws, ws.copyStreams[i]); first.ok()) first = s;
+    for (size_t i = 0; i < ws.copyStreams.size(); ++i) {
+      if (!ws.copyStreams[i].handle) continue;
+      if (Status s = runtime(exe.workspaces[i].device).synchronize(ws.copyStreams[i]); first.ok())
+        first = s;
+      ws.inFlight.forget(ws.copyStreams[i]);
+    }
     for (size_t i = 0; i < ws.streams.size(); ++i)
       if (Status s = runtime(exe.workspaces[i].device).synchronize(ws.streams[i]); first.ok())
         first = s;
@@ -244,7 +225,6 @@ Expected<Session::State::Workspace *> Session::State::acquire() const {
   ws->base.reserve(exe.workspaces.size());
   ws->streams.reserve(exe.workspaces.size());
   ws->copyStreams.reserve(exe.workspaces.size());
-  ws->inFlight.reserve(kMaxInFlight);
   ws->bound.assign(externals.size(), nullptr);
   ws->how.assign(externals.size(), Bound::None);
   auto make = [&]() -> Status {
@@ -369,9 +349,9 @@ Status orderStreams(DeviceRuntime &rt, Stream earlier, Stream later) {
 // stream wrote, and the source's stream goes on only once the copy has read (the memory plan may
 // give the source's bytes to a later step there): events, no host wait. Between the host and a
 // runtime with copy streams (DeviceRuntime::createCopyStream), the copy runs on the device's copy
-// stream after what its kernel stream has issued so far, and is tracked (track): later work
-// waits for it only where it touches the same bytes (awaitCopies), so the copy overlaps the
-// kernels and the host work that do not need it. Without copy streams the host orders: the
+// stream after what its kernel stream has issued so far, and is kept in the workspace's
+// CopiesInFlight: later work waits for it only where it touches the same bytes, so the copy
+// overlaps the kernels and the host work that do not need it. Without copy streams the host orders: the
 // source's stream is finished before the copy is issued, and the copy before the transfer
 // returns (an asynchronous upload may read its host source late; a download's host bytes are read
 // next), except an upload that has read its host bytes when it returns
@@ -386,8 +366,8 @@ Status Session::State::transfer(Workspace &ws, const Step &step) const {
   const Stream in = streamOf(ws, from), out = streamOf(ws, to);
   // A copy still in flight may write what this one reads, or touch what it writes.
   if (!ws.inFlight.empty()) {
-    FERRY_TRY(awaitCopies(ws, nullptr, Stream{}, source, bytes, false));
-    FERRY_TRY(awaitCopies(ws, nullptr, Stream{}, destination, bytes, true));
+    FERRY_TRY(ws.inFlight.await(nullptr, Stream{}, source, bytes, false));
+    FERRY_TRY(ws.inFlight.await(nullptr, Stream{}, destination, bytes, true));
   }
   if (&src == &dst) {
     FERRY_TRY(orderStreams(src, in, out));
@@ -400,10 +380,9 @@ Status Session::State::transfer(Workspace &ws, const Step &step) const {
     if (const Stream copy = copyStreamOf(ws, to); copy.handle) {
       FERRY_TRY(orderStreams(dst, out, copy));  // what the kernels did with these bytes before
       FERRY_TRY(dst.upload(source, t.device, destination, bytes, copy));
-      InFlight c;
-      c.begin[0] = destination, c.end[0] = destination + bytes, c.writes[0] = true;
-      if (!readsOnIssue) c.begin[1] = source, c.end[1] = source + bytes;
-      return track(ws, dst, copy, c);
+      return ws.inFlight.add(dst, copy, {destination, destination + bytes, true},
+                             readsOnIssue ? CopiesInFlight::Range{}
+                                          : CopiesInFlight::Range{source, source + bytes});
     }
     FERRY_TRY(dst.upload(source, t.device, destination, bytes, out));
     // Done with the host's bytes: the device copies (and computes) on while the host goes on.
@@ -415,10 +394,8 @@ Status Session::State::transfer(Workspace &ws, const Step &step) const {
     if (const Stream copy = copyStreamOf(ws, from); copy.handle) {
       FERRY_TRY(orderStreams(src, in, copy));  // after the kernels that wrote the source
       FERRY_TRY(src.download(f.device, source, destination, bytes, copy));
-      InFlight c;
-      c.begin[0] = source, c.end[0] = source + bytes;
-      c.begin[1] = destination, c.end[1] = destination + bytes, c.writes[1] = true;
-      return track(ws, src, copy, c);
+      return ws.inFlight.add(src, copy, {source, source + bytes},
+                             {destination, destination + bytes, true});
     }
     FERRY_TRY(src.synchronize(in));
     FERRY_TRY(src.download(f.device, source, destination, bytes, in));
@@ -436,74 +413,20 @@ Status Session::State::transfer(Workspace &ws, const Step &step) const {
   return s;
 }
 
-// Records the event after a copy just issued on `copy` and keeps it with the bytes it touches.
-Status Session::State::track(Workspace &ws, DeviceRuntime &rt, Stream copy,
-                             const InFlight &copied) const {
-  if (ws.inFlight.size() == kMaxInFlight)
-    for (Stream s : ws.copyStreams) FERRY_TRY(finishCopies(ws, s));
-  Expected<Event> done = rt.recordEvent(copy);
-  if (!done) return done.status();
-  InFlight &c = ws.inFlight.emplace_back(copied);  // room reserved: no allocation
-  c.runtime = &rt;
-  c.stream = copy;
-  c.done = *done;
-  return Status();
-}
-
-// Orders work about to be issued on `on` (of runtime `rt`; a null handle or runtime: work the
-// host does now, or issues in an order only the host can keep) after every copy in flight that
-// writes [begin, begin + bytes), or reads it when the work `writes` it: on a stream of the same
-// runtime by an event, else by waiting for the copy stream on the host. Copies on `on` itself
-// are in order already.
-Status Session::State::awaitCopies(Workspace &ws, DeviceRuntime *rt, Stream on,
-                                   const std::byte *begin, size_t bytes, bool writes) const {
-  const std::byte *end = begin + bytes;
-  for (size_t i = 0; i < ws.inFlight.size();) {
-    InFlight &c = ws.inFlight[i];
-    if ((on.handle && on.handle == c.stream.handle) || !c.conflicts(begin, end, writes)) {
-      ++i;
-    } else if (on.handle && rt == c.runtime) {
-      if (c.waitedBy != on.handle) FERRY_TRY(rt->waitEvent(on, c.done));
-      c.waitedBy = on.handle;
-      ++i;
-    } else {
-      FERRY_TRY(finishCopies(ws, c.stream));  // drops c and the rest of its stream's copies
-      i = 0;
-    }
-  }
-  return Status();
-}
-
-// The same for a step about to be launched: it reads its operands and writes its result and
-// scratch, on its device's stream.
+// Orders step i, about to be launched on its device's stream, after the copies in flight it
+// conflicts with: it reads its operands and writes its result and scratch.
 Status Session::State::awaitCopies(Workspace &ws, size_t i) const {
   const Step &step = exe.steps[i];
   DeviceRuntime &rt = runtimeOf(step);
   const Stream on = ws.streams[workspaceOf(step)];
   for (size_t o = 0; o < step.operands.size(); ++o)
-    FERRY_TRY(awaitCopies(ws, &rt, on, ws.operands[argStart[i] + o],
-                          exe.slots[static_cast<size_t>(step.operands[o])].type.byteSize(), false));
-  FERRY_TRY(awaitCopies(ws, &rt, on, ws.results[i],
-                        exe.slots[static_cast<size_t>(step.result)].type.byteSize(), true));
-  if (ws.scratch[i]) FERRY_TRY(awaitCopies(ws, &rt, on, ws.scratch[i], step.plan.scratchBytes, true));
+    FERRY_TRY(ws.inFlight.await(&rt, on, ws.operands[argStart[i] + o],
+                                exe.slots[static_cast<size_t>(step.operands[o])].type.byteSize(),
+                                false));
+  FERRY_TRY(ws.inFlight.await(&rt, on, ws.results[i],
+                              exe.slots[static_cast<size_t>(step.result)].type.byteSize(), true));
+  if (ws.scratch[i]) FERRY_TRY(ws.inFlight.await(&rt, on, ws.scratch[i], step.plan.scratchBytes, true));
   return Status();
-}
-
-// Waits on the host for everything issued on `copy`, and forgets its copies in flight.
-Status Session::State::finishCopies(Workspace &ws, Stream copy) const {
-  if (!copy.handle) return Status();
-  Status s = runtime(copy.device).synchronize(copy);
-  for (size_t i = 0; i < ws.inFlight.size();) {
-    InFlight &c = ws.inFlight[i];
-    if (c.stream.handle != copy.handle) {
-      ++i;
-      continue;
-    }
-    c.runtime->destroyEvent(c.done);
-    c = ws.inFlight.back();
-    ws.inFlight.pop_back();
-  }
-  return s;
 }
 
 Session::Session(std::unique_ptr<State> state) : state_(std::move(state)) {}

@@ -32,6 +32,17 @@ Cache &cache() {
   return c;
 }
 
+// A text a library hands out as its size, NUL included (`size`, false on failure), and a copy
+// into memory of that size (`get`): without the NUL; "" when there is none.
+template <class Size, class Get> std::string text(Size size, Get get) {
+  size_t n = 0;
+  if (!size(&n) || n <= 1) return "";
+  std::string s(n, '\0');
+  get(s.data());
+  s.resize(n - 1);
+  return s;
+}
+
 // A compiler's log for an error: its first 2,000 characters.
 std::string shortLog(std::string log) {
   if (log.size() > 2000) log = log.substr(0, 2000) + "\n...";
@@ -54,22 +65,15 @@ Expected<std::string> compilePtx(const KernelSource &kernel) {
   const char *options[] = {arch.c_str(), "-std=c++17"};
   r = n.compileProgram(program, 2, options);
   if (r != NVRTC_SUCCESS) {
-    size_t size = 0;
-    std::string log;
-    if (n.getProgramLogSize(program, &size) == NVRTC_SUCCESS && size > 1) {
-      log.resize(size);
-      n.getProgramLog(program, log.data());
-      log.resize(size - 1);
-    }
+    std::string log =
+        text([&](size_t *size) { return n.getProgramLogSize(program, size) == NVRTC_SUCCESS; },
+             [&](char *to) { n.getProgramLog(program, to); });
     return makeError("internal", std::string("NVRTC rejected a generated kernel (") +
                                      n.getErrorString(r) + "):\n" + shortLog(std::move(log)));
   }
-  size_t size = 0;
-  if (n.getPTXSize(program, &size) != NVRTC_SUCCESS || size == 0)
-    return makeError("internal", "NVRTC gave no PTX");
-  std::string ptx(size, '\0');
-  n.getPTX(program, ptx.data());
-  ptx.resize(size - 1);  // the terminating NUL
+  std::string ptx = text([&](size_t *size) { return n.getPTXSize(program, size) == NVRTC_SUCCESS; },
+                         [&](char *to) { n.getPTX(program, to); });
+  if (ptx.empty()) return makeError("internal", "NVRTC gave no PTX");
   return ptx;
 }
 
@@ -92,13 +96,9 @@ Expected<std::string> compileCubin(const std::string &ptx, const std::string &ar
   r = l.addData(handle, NVJITLINK_INPUT_PTX, ptx.data(), ptx.size(), "ferry_kernel.ptx");
   if (r == NVJITLINK_SUCCESS) r = l.complete(handle);
   if (r != NVJITLINK_SUCCESS) {
-    size_t size = 0;
-    std::string log;
-    if (l.getErrorLogSize(handle, &size) == NVJITLINK_SUCCESS && size > 1) {
-      log.resize(size);
-      l.getErrorLog(handle, log.data());
-      log.resize(size - 1);
-    }
+    std::string log =
+        text([&](size_t *size) { return l.getErrorLogSize(handle, size) == NVJITLINK_SUCCESS; },
+             [&](char *to) { l.getErrorLog(handle, to); });
     return makeError("internal", "nvJitLink cannot compile a generated kernel's PTX for " + arch +
                                      " (error " + std::to_string(static_cast<int>(r)) + "):\n" +
                                      shortLog(std::move(log)));

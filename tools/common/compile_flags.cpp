@@ -160,6 +160,14 @@ std::optional<Diagnostic> unusedTargetWarning(const CompileFlags &flags, const C
   return d;
 }
 
+std::optional<Diagnostic> unusedTargetWarning(const CompileFlags &flags, const CompileOptions &c,
+                                              const Executable &exe) {
+  std::vector<Device> computing;
+  for (const Step &st : exe.steps)
+    if (st.op != OpKind::Transfer) computing.push_back(exe.slots[static_cast<size_t>(st.result)].device);
+  return unusedTargetWarning(flags, c, computing);
+}
+
 Status toCompileOptions(const CompileFlags &f, CompileOptions &c) {
   FERRY_TRY(take(parseDeviceList(f.devices), "--devices", c.devices));
   CompileOptions probe;

@@ -12,6 +12,7 @@
 
 #include "ir/diagnostics.h"
 #include "passes/options.h"
+#include "runtime/executable.h"
 
 namespace CLI {
 class App;
@@ -63,6 +64,9 @@ Status toCompileOptions(const CompileFlags &flags, CompileOptions &c);
 /// runs there whatever --target says.
 std::optional<Diagnostic> unusedTargetWarning(const CompileFlags &flags, const CompileOptions &c,
                                               std::span<const Device> computing);
+/// The same for a lowered model: the devices its kernel steps run on.
+std::optional<Diagnostic> unusedTargetWarning(const CompileFlags &flags, const CompileOptions &c,
+                                              const Executable &exe);
 
 /// The messages of a failed check, joined into one line.
 std::string oneLine(const Status &s);

@@ -260,13 +260,9 @@ std::variant<Executable, int> loadModel(const Options &o, const Plan &p, Report 
   }
   std::vector<Diagnostic> warnings;
   Expected<Executable> exe = build(std::move(graph).value(), p.compile, &warnings);
-  if (exe) {
-    std::vector<Device> computing;
-    for (const Step &st : exe->steps)
-      if (st.op != OpKind::Transfer) computing.push_back(exe->slots[static_cast<size_t>(st.result)].device);
-    if (std::optional<Diagnostic> w = unusedTargetWarning(o.compile, p.compile, computing))
+  if (exe)
+    if (std::optional<Diagnostic> w = unusedTargetWarning(o.compile, p.compile, *exe))
       warnings.push_back(std::move(*w));
-  }
   printDiagnostics(report, warnings);
   if (!exe) {
     printDiagnostics(report, exe.status().diagnostics());
